@@ -1,0 +1,46 @@
+"""compactctl: compact the session transcripts of LLM agents.
+
+The library under the CLI. Every step is a filter ``Iterable[Event] -> Iterator[Event]``::
+
+    from compactctl import pipeline, read, replay
+    events = list(pipeline(read("session.jsonl")))
+    context = replay(events)
+
+Names are imported lazily so that ``import compactctl`` (and ``compactctl --help``) stays
+fast: heavy modules load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Event": "compactctl.model",
+    "Message": "compactctl.model",
+    "CompactEvent": "compactctl.model",
+    "SummaryEvent": "compactctl.model",
+    "SessionEvent": "compactctl.model",
+    "BadLine": "compactctl.model",
+    "Filter": "compactctl.model",
+    "read": "compactctl.files",
+    "append_events": "compactctl.files",
+    "write_output": "compactctl.files",
+    "pipeline": "compactctl.pipeline",
+    "compose": "compactctl.pipeline",
+    "replay": "compactctl.replay",
+    "inspect_events": "compactctl.inspector",
+    "TokenCounter": "compactctl.tokens",
+    "CompactError": "compactctl.errors",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compactctl' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

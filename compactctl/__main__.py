@@ -1,0 +1,5 @@
+"""``python -m compactctl``."""
+
+from .cli import main
+
+main()

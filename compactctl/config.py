@@ -1,0 +1,123 @@
+"""Settings: flag > environment (``COMPACTCTL_*``) > config file (TOML) > default.
+
+The config file is ``--config PATH``, else ``$COMPACTCTL_CONFIG``, else
+``<user config dir>/compactctl/config.toml`` when it exists (``platformdirs``: on Linux
+``$XDG_CONFIG_HOME/compactctl/config.toml``). Keys are the long option names with ``_``
+(``keep_recent = 10``); a table per command overrides the top level
+(``[compact] model = "openai/gpt-4o-mini"``). The environment variable of a key is
+``COMPACTCTL_`` + the key in upper case (``COMPACTCTL_MODEL``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .errors import UsageError
+
+__all__ = ["Settings", "default_config_path", "load_config"]
+
+T = TypeVar("T")
+
+
+def default_config_path() -> Path:
+    """``<user config dir>/compactctl/config.toml`` (it need not exist)."""
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("compactctl")) / "config.toml"
+
+
+def load_config(path: str | None) -> tuple[dict[str, Any], str | None]:
+    """Read the TOML config file.
+
+    Args:
+        path: an explicit path (``--config``), or ``None`` for ``$COMPACTCTL_CONFIG`` or the
+            default location (a missing default file is not an error).
+
+    Returns:
+        ``(table, path_used)``; ``({}, None)`` when there is no config file.
+
+    Raises:
+        UsageError: an explicit file is missing or is not valid TOML (the message gives the
+            file and the parser's line and column).
+    """
+    explicit = path or os.environ.get("COMPACTCTL_CONFIG")
+    p = Path(explicit) if explicit else default_config_path()
+    if not p.is_file():
+        if explicit:
+            raise UsageError("config file not found; fix the path or drop --config", path=str(p))
+        return {}, None
+    try:
+        with open(p, "rb") as fh:
+            return tomllib.load(fh), str(p)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"invalid TOML: {exc}", path=str(p)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read config: {exc.strerror}", path=str(p)) from None
+
+
+class Settings:
+    """Resolves one setting at a time with the documented precedence.
+
+    Args:
+        table: the parsed config file.
+        command: the subcommand, whose ``[command]`` table overrides the top level.
+        environ: the environment (``os.environ`` by default).
+    """
+
+    def __init__(
+        self,
+        table: Mapping[str, Any],
+        command: str,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        section = table.get(command)
+        self._file = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        if isinstance(section, dict):
+            self._file.update(section)
+        self._tables = {k: v for k, v in table.items() if isinstance(v, dict)}
+        self._env = os.environ if environ is None else environ
+
+    def get(self, key: str, flag: T | None, default: T, convert: Callable[[Any], T]) -> T:
+        """The value of ``key``: ``flag`` if given, else env, else config file, else default.
+
+        Raises:
+            UsageError: the env or config value cannot be converted (names the source).
+        """
+        if flag is not None:
+            return flag
+        env_name = "COMPACTCTL_" + key.upper()
+        if env_name in self._env:
+            try:
+                return convert(self._env[env_name])
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"environment {env_name}: {exc}") from None
+        if key in self._file:
+            try:
+                return convert(self._file[key])
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"config key {key!r}: {exc}") from None
+        return default
+
+    def table(self, name: str) -> dict[str, Any]:
+        """A whole sub-table of the config file (e.g. ``[tools]``), or ``{}``."""
+        return dict(self._tables.get(name, {}))
+
+
+def to_bool(value: Any) -> bool:
+    """Parse a boolean from TOML or an environment string (1/0, true/false, yes/no, on/off).
+
+    Raises:
+        ValueError: anything else.
+    """
+    if isinstance(value, bool):
+        return value
+    s = str(value).strip().lower()
+    if s in {"1", "true", "yes", "on"}:
+        return True
+    if s in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"not a boolean: {value!r}")

@@ -1,0 +1,309 @@
+"""Discovery, reading, and the one safe append path (DESIGN.md section 6).
+
+Every byte compactctl writes into an existing transcript goes through :func:`append_events`:
+under an exclusive ``flock``, one ``os.write`` of whole records, then ``fsync``. The old file
+is always a byte prefix of the new one. Outputs that are not the input transcript (``-o``,
+``--materialize``) go through :func:`write_output`, which writes a temporary file and renames
+it, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import mmap
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import InputError, UsageError, WriteError
+from .jsonl import read_stream
+from .locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
+from .model import Event
+
+__all__ = [
+    "AppendResult",
+    "STDIN",
+    "append_events",
+    "discover",
+    "open_input",
+    "read",
+    "write_output",
+]
+
+STDIN = "-"
+GZIP_MAGIC = b"\x1f\x8b"
+TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.gz")
+TORN_WAIT = 0.2
+"""Seconds to wait for a writer to finish a last line that has no ``\\n`` yet."""
+
+
+def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
+    """Expand PATHS into transcript files, in a stable order.
+
+    Files are taken as given (any name); folders are searched recursively for ``*.jsonl``
+    and ``*.jsonl.gz`` (sorted); ``-`` means standard input and may appear once.
+
+    Returns:
+        ``(files, errors)``: the files to process, and one :class:`InputError` per path that
+        does not exist or is a folder without transcripts (the run goes on without it).
+    """
+    files: list[str] = []
+    errors: list[InputError] = []
+    seen: set[str] = set()
+    for arg in paths:
+        if arg == STDIN:
+            candidates = [STDIN]
+        else:
+            p = Path(arg)
+            if p.is_dir():
+                candidates = sorted(
+                    str(f)
+                    for f in p.rglob("*")
+                    if f.name.endswith(TRANSCRIPT_SUFFIXES) and f.is_file()
+                )
+                if not candidates:
+                    errors.append(
+                        InputError("folder has no *.jsonl or *.jsonl.gz transcripts", path=arg)
+                    )
+            elif p.exists():
+                candidates = [arg]
+            else:
+                errors.append(InputError("no such file or folder", path=arg))
+                continue
+        for c in candidates:
+            if c not in seen:
+                seen.add(c)
+                files.append(c)
+    return files, errors
+
+
+@contextlib.contextmanager
+def open_input(path: str) -> Iterator[BinaryIO]:
+    """Open a transcript for reading as a binary stream (``-``: stdin; gzip by magic bytes).
+
+    Raises:
+        InputError: the file cannot be opened (missing, a folder, no permission).
+    """
+    if path == STDIN:
+        stream: BinaryIO = sys.stdin.buffer
+        head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+        if head == GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=stream) as gz:
+                yield gz  # type: ignore[misc]
+        else:
+            yield stream
+        return
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except IsADirectoryError:
+        raise InputError("is a folder; pass the folder to search it", path=path) from None
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied (cannot read the file)", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", path=path) from None
+    try:
+        if fh.read(2) == GZIP_MAGIC:
+            fh.seek(0)
+            with gzip.GzipFile(fileobj=fh) as gz:
+                yield gz  # type: ignore[misc]
+        else:
+            fh.seek(0)
+            yield fh
+    finally:
+        fh.close()
+
+
+def read(path: str) -> Iterator[Event]:
+    """Stream the events of a canonical transcript (``-`` for stdin), turn ids assigned.
+
+    Streaming: one line in memory at a time. Bad lines come through as ``BadLine`` events.
+
+    Raises:
+        InputError: the file cannot be opened, or a gzip stream is corrupt.
+    """
+    with open_input(path) as stream:
+        try:
+            yield from read_stream(stream)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(f"cannot read: {exc}", path=path) from None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What :func:`append_events` did.
+
+    Attributes:
+        written: events appended.
+        skipped: events already in the file (same uuid), not written again.
+        bytes_written: bytes appended, including a leading ``\\n`` after a torn line.
+        torn_line: True when the file ended without ``\\n`` and the append began a new line.
+        old_size: the file size in bytes before the append (the preserved prefix).
+    """
+
+    written: int
+    skipped: int
+    bytes_written: int
+    torn_line: bool
+    old_size: int
+
+
+def _ignore_sigxfsz() -> None:
+    # Past RLIMIT_FSIZE the kernel sends SIGXFSZ, whose default action kills the process
+    # before we can remove a partial record; ignored, write() fails with EFBIG instead.
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def append_events(
+    path: str,
+    events: Sequence[Event],
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    torn_wait: float = TORN_WAIT,
+) -> AppendResult:
+    """Append events to a transcript safely: the one write path into an existing file.
+
+    Under an exclusive ``flock``: events whose ``uuid`` is already in the file are skipped
+    (idempotence: layers derive uuids from their content); if the file does not end in
+    ``\\n``, wait up to ``torn_wait`` seconds for the writer to finish the line, then treat it
+    as torn (left in place) and start on a new line; write every record in one ``os.write``
+    and ``fsync``. If the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is
+    truncated back to its old size, so no partial record is left and the old bytes are intact.
+
+    Args:
+        path: the transcript (must exist; not ``-``).
+        events: new events, each with a ``uuid``.
+        lock_timeout: seconds to wait for the lock.
+        torn_wait: seconds to wait for a mid-line writer.
+
+    Raises:
+        LockTimeout: the lock was held by another process for ``lock_timeout`` seconds.
+        WriteError: the file cannot be opened for writing, or the write failed (nothing
+            partial remains).
+    """
+    if path == STDIN:
+        raise UsageError("cannot append to standard input")
+    _ignore_sigxfsz()
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    except PermissionError:
+        raise WriteError(
+            "file is read-only; nothing was written. Use -o FILE to write a copy.", path=path
+        ) from None
+    except OSError as exc:
+        raise WriteError(f"cannot open for append: {exc.strerror}", path=path) from None
+    try:
+        with exclusive_lock(fd, path, lock_timeout):
+            size = os.fstat(fd).st_size
+            fresh = _not_in_file(fd, size, events)
+            if not fresh:
+                return AppendResult(0, len(events), 0, False, size)
+            size, torn = _wait_for_line_end(fd, size, torn_wait)
+            payload = b"".join(e.to_json() + b"\n" for e in fresh)
+            if torn:
+                payload = b"\n" + payload
+            _write_whole(fd, path, payload, size)
+            return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, size)
+    finally:
+        os.close(fd)
+
+
+def _not_in_file(fd: int, size: int, events: Sequence[Event]) -> list[Event]:
+    """The events whose ``"uuid":"..."`` does not occur in the first ``size`` bytes."""
+    if size == 0:
+        return list(events)
+    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+        fresh = []
+        for e in events:
+            uuid = e.uuid
+            if uuid is None or mm.find(b'"uuid":"' + uuid.encode() + b'"') < 0:
+                fresh.append(e)
+        return fresh
+
+
+def _wait_for_line_end(fd: int, size: int, wait: float) -> tuple[int, bool]:
+    """Return ``(size, torn)``: wait up to ``wait`` s for the last byte to become ``\\n``."""
+    deadline = time.monotonic() + wait
+    while size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+        if time.monotonic() >= deadline:
+            return size, True
+        time.sleep(0.01)
+        size = os.fstat(fd).st_size
+    return size, False
+
+
+def _write_whole(fd: int, path: str, payload: bytes, old_size: int) -> None:
+    """One ``os.write`` of ``payload``, then fsync; on failure, cut the file back to old_size."""
+    try:
+        n = os.write(fd, payload)
+        if n != len(payload):
+            raise OSError(0, f"short write ({n} of {len(payload)} bytes)")
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, old_size)
+            os.fsync(fd)
+        reason = exc.strerror or str(exc)
+        raise WriteError(
+            f"append failed ({reason}); the file was restored to its previous "
+            f"{old_size} bytes, nothing was lost",
+            path=path,
+        ) from None
+
+
+def write_output(target: str, lines: Iterable[bytes]) -> int:
+    """Write lines to ``target``: ``-`` streams to stdout, a path is written atomically.
+
+    A file is written to a temporary file in the same folder, fsynced, then renamed over
+    ``target``, so the target is either the old file or the complete new one.
+
+    Returns:
+        bytes written.
+
+    Raises:
+        WriteError: the folder is not writable or the disk is full (the target is untouched).
+    """
+    if target == STDIN:
+        out = sys.stdout.buffer
+        total = 0
+        for chunk in lines:
+            out.write(chunk)
+            total += len(chunk)
+        out.flush()
+        return total
+    _ignore_sigxfsz()
+    folder = os.path.dirname(os.path.abspath(target))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".compactctl-", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise WriteError(f"cannot create output: {exc.strerror}", path=target) from None
+    total = 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in lines:
+                fh.write(chunk)
+                total += len(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise WriteError(
+            f"cannot write output ({exc.strerror or exc}); the target is unchanged", path=target
+        ) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return total

@@ -1,0 +1,113 @@
+"""Bytes lines <-> events. No file system here: callers hand in a binary stream.
+
+JSONL is split on ``\\n`` only (never ``str.splitlines``, which also splits on U+2028 and
+friends; STYLE.md pitfalls). Each line is parsed with orjson; when orjson refuses a line that
+the stdlib accepts (lone surrogate escapes, integers beyond 64 bits), the stdlib result is
+used and the line still passes through as its raw bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+import orjson
+
+from .model import BadLine, Event, event_from_dict, is_real_user
+
+__all__ = ["BOM", "iter_lines", "parse_line", "read_stream", "assign_turns", "dump_events"]
+
+BOM = b"\xef\xbb\xbf"
+_LONG_DIGITS = re.compile(rb"\d{20}")
+"""20+ digits may be an integer beyond 2**64, which orjson turns into a float."""
+
+
+def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield ``(line_number, line_bytes, terminated)`` for each line of a binary stream.
+
+    ``line_bytes`` excludes the ``\\n``; ``terminated`` is False only for a last line that
+    has no ``\\n`` (a torn line). Line numbers start at 1. Memory: one line at a time.
+    """
+    for number, chunk in enumerate(stream, 1):  # binary iteration splits on b"\n" only
+        if chunk.endswith(b"\n"):
+            yield number, chunk[:-1], True
+        else:
+            yield number, chunk, False
+
+
+def parse_line(raw: bytes, line: int | None = None) -> Event:
+    """Parse one line (without ``\\n``) into a typed event, or a :class:`BadLine`.
+
+    Never raises on bad input: a line that is blank, not JSON, not an object or not UTF-8
+    becomes a BadLine carrying the reason. A leading UTF-8 BOM is ignored for parsing (the
+    raw bytes keep it). A trailing ``\\r`` (CRLF files) is JSON whitespace and is accepted.
+
+    >>> parse_line(b'{"type":"message","uuid":"m1","role":"user","content":"hi"}', 1).role
+    'user'
+    >>> parse_line(b'[1, 2]', 2).problem
+    'not-object'
+    """
+    body = raw[3:] if raw.startswith(BOM) else raw
+    if not body.strip():
+        return BadLine(raw, line, "blank", "blank line")
+    try:
+        if _LONG_DIGITS.search(body):
+            raise orjson.JSONDecodeError("may hold an integer beyond 64 bits", "", 0)
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            return BadLine(raw, line, "invalid-utf8", f"not valid UTF-8 at byte {uexc.start}")
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return BadLine(raw, line, "malformed", f"malformed JSON: {exc}")
+    if not isinstance(data, dict):
+        return BadLine(raw, line, "not-object", f"a JSON {type(data).__name__}, not an object")
+    return event_from_dict(data, raw, line)
+
+
+def read_stream(stream: BinaryIO) -> Iterator[Event]:
+    """Read a canonical JSONL stream into events, with turn ids assigned (streaming).
+
+    A last line without ``\\n`` is yielded as a ``BadLine(problem="torn")`` and not parsed
+    (DESIGN.md section 6): a writer may have crashed mid-line.
+    """
+
+    def events() -> Iterator[Event]:
+        for number, raw, terminated in iter_lines(stream):
+            if not terminated:
+                yield BadLine(raw, number, "torn", "last line has no newline (torn write)")
+            else:
+                yield parse_line(raw, number)
+
+    return assign_turns(events())
+
+
+def assign_turns(events: Iterable[Event]) -> Iterator[Event]:
+    """Give every message a turn id: the one it records, else the running count.
+
+    A turn starts at each real user message (DESIGN.md vocabulary); messages before the first
+    user message are turn 0. A recorded ``turnId`` resets the count, so logs that number
+    their own turns keep them. Only the ``turn`` attribute is set: data and raw bytes are
+    untouched.
+    """
+    current = 0
+    for event in events:
+        if event.type == "message":
+            if event.turn is not None:
+                current = event.turn
+            else:
+                if is_real_user(event.data):
+                    current += 1
+                event.turn = current
+        yield event
+
+
+def dump_events(events: Iterable[Event]) -> Iterator[bytes]:
+    """Serialize events to lines (each ending in ``\\n``): raw bytes when unchanged."""
+    for event in events:
+        yield event.to_json() + b"\n"

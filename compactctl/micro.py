@@ -1,0 +1,232 @@
+"""Micro compaction: elide the middle of old, long tool outputs (no model call).
+
+Source: seed 003 ("微压缩"): tool outputs in turns older than ``currentTurnId - 1``, at least
+120 chars, keep a head and a tail and elide the middle; triggered when the prompt estimate
+passes 25% of the context window. Seed 000: every tool participates unless it declares that
+its old results must be preserved.
+
+The decision is one CompactEvent ``mode: "micro"`` naming its ``targets`` and the ``params``
+replay needs; :func:`apply_micro` (registered with replay) re-derives the same cut from the
+text, so the reduced text is never copied into the log.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .model import CompactEvent, Event, Message, event_from_dict
+from .replay import View, reducer, replay
+
+__all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro"]
+
+NAMESPACE = uuidlib.UUID("6b1f0c6e-4c1d-4b8a-9a4e-2f1f3f6d9c11")
+"""uuid5 namespace of events compactctl derives from their content (idempotent appends)."""
+
+
+@dataclass(frozen=True)
+class MicroParams:
+    """Parameters of micro compaction (all sizes in chars).
+
+    Attributes:
+        keep_turns: turns before the current one left intact (seed 003: ``< current - 1``,
+            so 1).
+        min_chars: outputs shorter than this are never elided (seed 003: 120).
+        head_ratio, tail_ratio: share of the text kept at the start and the end.
+        head_max, tail_max: caps on the kept head and tail.
+        preserve: tool names whose outputs are never elided (config ``preserve``).
+    """
+
+    keep_turns: int = 1
+    min_chars: int = 120
+    head_ratio: float = 0.2
+    tail_ratio: float = 0.1
+    head_max: int = 600
+    tail_max: int = 300
+    preserve: tuple[str, ...] = ()
+
+    def replay_params(self) -> dict[str, Any]:
+        """The ``params`` recorded in the CompactEvent (what replay needs)."""
+        return {
+            "version": 1,
+            "minChars": self.min_chars,
+            "headRatio": self.head_ratio,
+            "tailRatio": self.tail_ratio,
+            "headMax": self.head_max,
+            "tailMax": self.tail_max,
+        }
+
+
+def elide(text: str, params: Mapping[str, Any]) -> str:
+    """Keep a head and a tail of ``text`` and replace the middle by a marker.
+
+    The head is ``min(headMax, headRatio * len)`` chars and the tail ``min(tailMax,
+    tailRatio * len)`` chars, each moved to a line boundary when one lies in its second
+    half. The marker is ``[... N chars elided ...]`` on its own line, N the chars removed.
+    Text shorter than ``minChars``, or where eliding would not shorten it, is returned as is.
+
+    >>> out = elide("a" * 200, {"minChars": 120, "headRatio": 0.2, "tailRatio": 0.1,
+    ...                        "headMax": 600, "tailMax": 300})
+    >>> out == "a" * 40 + "\\n[... 140 chars elided ...]\\n" + "a" * 20
+    True
+    """
+    n = len(text)
+    if n < int(params.get("minChars", 120)):
+        return text
+    head = min(int(params.get("headMax", 600)), int(n * float(params.get("headRatio", 0.2))))
+    tail = min(int(params.get("tailMax", 300)), int(n * float(params.get("tailRatio", 0.1))))
+    cut = text.rfind("\n", head // 2, head)
+    if cut > 0:
+        head = cut
+    start_tail = n - tail
+    nl = text.find("\n", start_tail, start_tail + tail // 2)
+    if nl >= 0:
+        start_tail = nl + 1
+    removed = start_tail - head
+    marker = f"\n[... {removed} chars elided ...]\n"
+    if removed <= len(marker):
+        return text
+    return text[:head] + marker + text[start_tail:]
+
+
+def _elide_content(content: Any, params: Mapping[str, Any]) -> Any:
+    if isinstance(content, str):
+        return elide(content, params)
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if (
+                isinstance(part, dict)
+                and part.get("type") == "text"
+                and isinstance(part.get("text"), str)
+            ):
+                part = {**part, "text": elide(part["text"], params)}
+            out.append(part)
+        return out
+    return content
+
+
+@reducer("micro")
+def apply_micro(view: View, event: CompactEvent) -> View:
+    """Replay a micro CompactEvent: elide each target's text with the recorded params."""
+    targets = set(event.targets)
+    params = event.params
+    out: View = []
+    for m in view:
+        if m.uuid in targets:
+            new = _elide_content(m.content, params)
+            if new != m.content:
+                e = m.evolve(content=new)
+                assert isinstance(e, Message)
+                m = e
+        out.append(m)
+    return out
+
+
+def _micro_targets(view: View, params: MicroParams, done: Collection[str]) -> list[Message]:
+    current = max((m.turn or 0 for m in view), default=0)
+    limit = current - params.keep_turns
+    rp = params.replay_params()
+    tool_of_call: dict[str, str] = {}
+    found = []
+    for m in view:
+        for c in m.tool_calls:
+            if isinstance(c.get("id"), str):
+                tool_of_call[c["id"]] = str(c.get("name", ""))
+        if m.role != "tool" or m.uuid is None or m.uuid in done or m.pinned:
+            continue
+        if (m.turn or 0) >= limit:
+            continue
+        name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "")
+        if name in params.preserve:
+            continue
+        if _elide_content(m.content, rp) != m.content:
+            found.append(m)
+    return found
+
+
+def plan_micro(
+    events: Iterable[Event], params: MicroParams, *, timestamp: str
+) -> CompactEvent | None:
+    """Decide a micro compaction of a session: the CompactEvent to append, or ``None``.
+
+    Targets are tool messages of the effective context in turns older than
+    ``current - keep_turns``, whose text eliding would shorten, from tools not in
+    ``preserve``, not pinned, and not already targeted by an earlier micro event.
+
+    Args:
+        events: the whole session (held in memory to replay it).
+        params: the micro parameters.
+        timestamp: RFC 3339 UTC time to record.
+
+    Returns:
+        The CompactEvent (uuid derived from targets and params, so a re-run is a no-op), or
+        ``None`` when nothing qualifies.
+    """
+    log = list(events)
+    done = {t for e in log if isinstance(e, CompactEvent) and e.mode == "micro" for t in e.targets}
+    view = replay(log)
+    targets = _micro_targets(view, params, done)
+    if not targets:
+        return None
+    rp = params.replay_params()
+    before = sum(len(_text(m.content)) for m in targets)
+    after = sum(len(_text(_elide_content(m.content, rp))) for m in targets)
+    ids = [m.uuid for m in targets if m.uuid]
+    key = orjson.dumps({"mode": "micro", "targets": ids, "params": rp}, option=orjson.OPT_SORT_KEYS)
+    data = {
+        "type": "compact",
+        "uuid": str(uuidlib.uuid5(NAMESPACE, key.decode())),
+        "mode": "micro",
+        "startTurnId": min(m.turn or 0 for m in targets),
+        "endTurnId": max(m.turn or 0 for m in targets),
+        "targets": ids,
+        "params": rp,
+        "stats": {"charsBefore": before, "charsAfter": after},
+        "timestamp": timestamp,
+    }
+    event = event_from_dict(data)
+    assert isinstance(event, CompactEvent)
+    return event
+
+
+def _text(content: Any) -> str:
+    from .model import message_text
+
+    return message_text(content)
+
+
+def micro(params: MicroParams | None = None, *, timestamp: str | None = None) -> Any:
+    """The micro compaction filter: passes every event through, then appends its CompactEvent.
+
+    Holds the session in memory (it must replay it). Returns a
+    :data:`~compactctl.model.Filter`.
+
+    >>> from compactctl.model import event_from_dict as ev
+    >>> log = [ev({"type": "message", "uuid": "u1", "role": "user", "content": "go"}, turn=1),
+    ...        ev({"type": "message", "uuid": "a1", "role": "assistant", "content": "",
+    ...            "toolCalls": [{"id": "c1", "name": "bash", "arguments": {}}]}, turn=1),
+    ...        ev({"type": "message", "uuid": "t1", "role": "tool", "toolCallId": "c1",
+    ...            "content": "x" * 500}, turn=1),
+    ...        ev({"type": "message", "uuid": "u2", "role": "user", "content": "a"}, turn=2),
+    ...        ev({"type": "message", "uuid": "u3", "role": "user", "content": "b"}, turn=3)]
+    >>> out = list(micro(timestamp="2025-01-01T00:00:00Z")(log))
+    >>> out[-1].data["mode"], out[-1].data["targets"]
+    ('micro', ['t1'])
+    """
+    p = params or MicroParams()
+
+    def run(events: Iterable[Event]) -> Iterator[Event]:
+        from .timeutil import now_rfc3339
+
+        log = list(events)
+        yield from log
+        event = plan_micro(log, p, timestamp=timestamp or now_rfc3339())
+        if event is not None:
+            yield event
+
+    return run

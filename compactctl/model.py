@@ -1,0 +1,338 @@
+"""The canonical event types of compactctl JSONL version 1 (DESIGN.md section 3).
+
+An :class:`Event` is one line of a transcript: its parsed JSON object (``data``), the raw
+bytes it was read from (``raw``, without the trailing ``\\n``) and its 1-based line number.
+Events are immutable; a filter that changes one yields ``event.evolve(...)``, which drops the
+raw bytes so the writer re-serializes only what changed (STYLE.md habits 2 and 4).
+
+The subclasses give typed access to the fields replay and the layers use:
+
+- :class:`Message` (``type: "message"``): one chat message.
+- :class:`CompactEvent` (``type: "compact"``): a deterministic reduction (micro, rules, dedup).
+- :class:`SummaryEvent` (``type: "summary"``): a summary that replaces earlier events.
+- :class:`SessionEvent` (``type: "session"``): model and context window of the session.
+- :class:`OtherEvent`: any other ``type``, kept verbatim and ignored by replay.
+- :class:`BadLine`: a line that is not a JSON object (malformed, torn, blank, not UTF-8);
+  kept byte for byte, reported by ``inspect`` and skipped by replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, ClassVar
+
+import orjson
+
+__all__ = [
+    "BadLine",
+    "CompactEvent",
+    "Event",
+    "Filter",
+    "Message",
+    "OtherEvent",
+    "SessionEvent",
+    "SummaryEvent",
+    "event_from_dict",
+    "message_text",
+]
+
+JSON = dict[str, Any]
+
+
+class Event:
+    """One transcript event: a JSON object plus where it came from.
+
+    Attributes:
+        data: the parsed JSON object (treat as read-only; use :meth:`evolve`).
+        raw: the exact bytes of the source line without its ``\\n`` (``\\r`` of a CRLF file
+            included), or ``None`` for an event created or changed in memory.
+        line: 1-based line number in the source file, or ``None`` for a new event.
+        turn: the turn id: ``data["turnId"]`` when present, else assigned by the reader
+            (a turn starts at each user message; system messages before it are turn 0).
+    """
+
+    __slots__ = ("data", "raw", "line", "turn")
+    kind: ClassVar[str] = "event"
+
+    def __init__(
+        self,
+        data: JSON,
+        raw: bytes | None = None,
+        line: int | None = None,
+        turn: int | None = None,
+    ) -> None:
+        self.data = data
+        self.raw = raw
+        self.line = line
+        if turn is None:
+            tid = data.get("turnId")
+            turn = tid if isinstance(tid, int) and not isinstance(tid, bool) else None
+        self.turn = turn
+
+    @property
+    def type(self) -> str:
+        """The event's ``type`` field (``""`` when missing or not a string)."""
+        t = self.data.get("type")
+        return t if isinstance(t, str) else ""
+
+    @property
+    def uuid(self) -> str | None:
+        """The event's ``uuid`` (``None`` when missing or not a string)."""
+        u = self.data.get("uuid")
+        return u if isinstance(u, str) else None
+
+    def evolve(self, **changes: Any) -> Event:
+        """Return a copy with ``changes`` merged into ``data``; the raw bytes are dropped.
+
+        A key given the value ``None`` is removed. The input event is never mutated.
+
+        >>> e = Message({"type": "message", "uuid": "m1", "role": "user", "content": "hi"})
+        >>> e2 = e.evolve(content="hello")
+        >>> (e.content, e2.content, type(e2).__name__)
+        ('hi', 'hello', 'Message')
+        """
+        data = dict(self.data)
+        for key, value in changes.items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        return type(self)(data, None, self.line, self.turn)
+
+    def to_json(self) -> bytes:
+        """The line for this event, without ``\\n``: the raw bytes when unchanged, else orjson.
+
+        Raises:
+            TypeError: (from orjson) when a changed event holds a value JSON cannot encode,
+                such as a lone surrogate read through the stdlib fallback.
+        """
+        if self.raw is not None:
+            return self.raw
+        return orjson.dumps(self.data)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(uuid={self.uuid!r}, line={self.line!r})"
+
+
+class Message(Event):
+    """A chat message (``type: "message"``): system, user, assistant or tool."""
+
+    __slots__ = ()
+    kind = "message"
+
+    @property
+    def role(self) -> str:
+        """``system``, ``user``, ``assistant`` or ``tool`` (``""`` when missing)."""
+        r = self.data.get("role")
+        return r if isinstance(r, str) else ""
+
+    @property
+    def content(self) -> Any:
+        """The ``content`` field: a string, a list of parts, or ``None``."""
+        return self.data.get("content")
+
+    @property
+    def text(self) -> str:
+        """The text of ``content``: text parts joined by ``\\n``; images, opaque parts skipped."""
+        return message_text(self.data.get("content"))
+
+    @property
+    def tool_calls(self) -> list[JSON]:
+        """``toolCalls`` of an assistant message: ``[{"id", "name", "arguments"}]``, maybe empty."""
+        calls = self.data.get("toolCalls")
+        if not isinstance(calls, list):
+            return []
+        return [c for c in calls if isinstance(c, dict)]
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """``toolCallId`` of a tool message: the id of the call it answers."""
+        t = self.data.get("toolCallId")
+        return t if isinstance(t, str) else None
+
+    @property
+    def tool_name(self) -> str | None:
+        """``toolName`` of a tool message, when the log records it."""
+        t = self.data.get("toolName")
+        return t if isinstance(t, str) else None
+
+    @property
+    def is_error(self) -> bool:
+        """``isError`` of a tool message (``False`` when absent)."""
+        return self.data.get("isError") is True
+
+    @property
+    def pinned(self) -> bool:
+        """``pinned: true`` marks a message no layer may change or summarize away."""
+        return self.data.get("pinned") is True
+
+
+class CompactEvent(Event):
+    """A deterministic reduction (``type: "compact"``) that replay applies by ``mode``.
+
+    Fields: ``mode`` (``micro``/``rules``/``dedup``), ``targets`` (message uuids),
+    ``params`` (what replay needs), ``duplicateOf`` (dedup: ``{older: newer}``),
+    ``startTurnId``/``endTurnId``.
+    """
+
+    __slots__ = ()
+    kind = "compact"
+
+    @property
+    def mode(self) -> str:
+        """The reduction mode (``""`` when missing)."""
+        m = self.data.get("mode")
+        return m if isinstance(m, str) else ""
+
+    @property
+    def targets(self) -> list[str]:
+        """The uuids of the messages this event changes."""
+        t = self.data.get("targets")
+        return [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
+
+    @property
+    def params(self) -> JSON:
+        """Everything replay needs to re-apply the reduction."""
+        p = self.data.get("params")
+        return p if isinstance(p, dict) else {}
+
+
+class SummaryEvent(Event):
+    """A summary (``type: "summary"``) that replaces the events named in ``replaces``."""
+
+    __slots__ = ()
+    kind = "summary"
+
+    @property
+    def replaces(self) -> list[str]:
+        """The uuids replaced: messages, and an earlier summary when incremental."""
+        r = self.data.get("replaces")
+        return [x for x in r if isinstance(x, str)] if isinstance(r, list) else []
+
+    @property
+    def summary_text(self) -> str:
+        """``summaryText``: the text the effective context shows in place of the span."""
+        s = self.data.get("summaryText")
+        return s if isinstance(s, str) else ""
+
+    @property
+    def last_summarized_turn(self) -> int:
+        """``lastSummarizedTurnId`` (0 when missing)."""
+        t = self.data.get("lastSummarizedTurnId")
+        return t if isinstance(t, int) and not isinstance(t, bool) else 0
+
+    @property
+    def tiers(self) -> dict[str, str]:
+        """``tiers``: ``{"L0": text, "L1": text, "L2": text}`` once computed, else ``{}``."""
+        t = self.data.get("tiers")
+        if not isinstance(t, dict):
+            return {}
+        return {k: v for k, v in t.items() if isinstance(v, str)}
+
+
+class SessionEvent(Event):
+    """The optional session header (``type: "session"``): ``model``, ``contextWindow``."""
+
+    __slots__ = ()
+    kind = "session"
+
+    @property
+    def model(self) -> str | None:
+        """The model the session ran with, when recorded."""
+        m = self.data.get("model")
+        return m if isinstance(m, str) else None
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window in tokens, when recorded."""
+        c = self.data.get("contextWindow")
+        return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
+
+
+class OtherEvent(Event):
+    """An event of a type compactctl does not interpret; kept verbatim, ignored by replay."""
+
+    __slots__ = ()
+    kind = "other"
+
+
+class BadLine(Event):
+    """A line that is not a usable JSON object; kept byte for byte, skipped by replay.
+
+    Attributes:
+        problem: one of ``malformed`` (not JSON), ``not-object`` (JSON but not an object),
+            ``torn`` (last line without ``\\n``: a writer crashed or is mid-line),
+            ``blank`` (empty or whitespace only), ``invalid-utf8``.
+        detail: a human-readable reason (the parser's message).
+    """
+
+    __slots__ = ("problem", "detail")
+    kind = "bad"
+
+    def __init__(self, raw: bytes, line: int | None, problem: str, detail: str = "") -> None:
+        super().__init__({}, raw, line, None)
+        self.problem = problem
+        self.detail = detail
+
+    def evolve(self, **changes: Any) -> Event:
+        """Bad lines cannot be changed: they pass through as their raw bytes.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError("a BadLine has no JSON object to change")
+
+    def __repr__(self) -> str:
+        return f"BadLine(problem={self.problem!r}, line={self.line!r})"
+
+
+_TYPES: dict[str, type[Event]] = {
+    "message": Message,
+    "compact": CompactEvent,
+    "summary": SummaryEvent,
+    "session": SessionEvent,
+}
+
+
+def event_from_dict(
+    data: JSON, raw: bytes | None = None, line: int | None = None, turn: int | None = None
+) -> Event:
+    """Build the typed event for a JSON object by its ``type`` (unknown types: OtherEvent).
+
+    >>> event_from_dict({"type": "summary", "uuid": "s1", "replaces": ["m1"]}).replaces
+    ['m1']
+    >>> type(event_from_dict({"type": "queue-operation"})).__name__
+    'OtherEvent'
+    """
+    cls = _TYPES.get(data.get("type"), OtherEvent)  # type: ignore[arg-type]
+    return cls(data, raw, line, turn)
+
+
+def message_text(content: Any) -> str:
+    """The text of a message ``content``: the string itself, or its text parts joined by ``\\n``.
+
+    Images, thinking blocks and other opaque parts contribute nothing.
+
+    >>> message_text([{"type": "text", "text": "a"}, {"type": "image"},
+    ...               {"type": "text", "text": "b"}])
+    'a\\nb'
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        ]
+        return "\n".join(texts)
+    return ""
+
+
+Filter = Callable[[Iterable[Event]], Iterator[Event]]
+"""A pipeline step: takes a stream of events, yields a stream of events (never mutates)."""
+
+
+def is_real_user(data: Mapping[str, Any]) -> bool:
+    """True when a message dict is a user message that starts a turn (not a summary insert)."""
+    return data.get("role") == "user" and "summaryOf" not in data and not data.get("isMeta")

@@ -1,0 +1,111 @@
+"""Human-readable tables for reports (plain text, no terminal library)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["inspect_table", "table"]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "  ") -> str:
+    """A left/right-aligned plain-text table (numbers right-aligned).
+
+    >>> print(table(["role", "tokens"], [["user", 12], ["tool", 1234]]), end="")
+      role  tokens
+      user      12
+      tool    1234
+    """
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [
+        all(isinstance(r[i], (int, float)) for r in rows) and rows for i in range(len(headers))
+    ]
+    out = []
+    for r in cells:
+        pairs = enumerate(zip(r, widths, strict=True))
+        parts = [c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in pairs]
+        out.append((indent + "  ".join(parts)).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
+    """The human report of one inspected file (the same numbers as ``--json``)."""
+    est = " (estimate)" if r["tokenizer"] == "estimate" else f" ({r['tokenizer']})"
+    window = r["contextWindow"]
+    lines = [
+        f"{r['path']}  [{r['format']}]",
+        f"  {r['lines']} lines, {r['messages']} messages, {r['turns']} turns; "
+        f"model {r['model'] or '-'}, context window {window or '-'}",
+        f"  prompt estimate: {r['tokens']} tokens all messages -> "
+        f"{r['effectiveTokens']} tokens effective context{est}"
+        + (f", {100 * r['effectiveTokens'] / window:.1f}% of window" if window else ""),
+        "  events: " + ", ".join(f"{k} {v}" for k, v in r["events"].items()),
+        "",
+        table(
+            ["role", "messages", "bytes", "chars", "tokens"],
+            [
+                [k, v["messages"], v["bytes"], v["chars"], v["tokens"]]
+                for k, v in r["byRole"].items()
+            ],
+        ).rstrip("\n"),
+    ]
+    if r["byTool"]:
+        lines += [
+            "",
+            table(
+                ["tool", "calls", "results", "errors", "bytes", "tokens"],
+                [
+                    [k, v["calls"], v["results"], v["errors"], v["bytes"], v["tokens"]]
+                    for k, v in r["byTool"].items()
+                ],
+            ).rstrip("\n"),
+        ]
+    if r["largestToolOutputs"]:
+        lines += [
+            "",
+            "  largest tool outputs:",
+            table(
+                ["line", "tool", "tokens", "uuid"],
+                [[o["line"], o["tool"], o["tokens"], o["uuid"]] for o in r["largestToolOutputs"]],
+                indent="    ",
+            ).rstrip("\n"),
+        ]
+    d = r["duplicates"]
+    if d["redundantToolOutputs"] or d["sourceDuplicateBytes"]:
+        lines.append(
+            f"  duplicates: {d['redundantToolOutputs']} repeated tool outputs "
+            f"({d['redundantBytes']} bytes) in {d['exactToolOutputGroups']} groups"
+            + (
+                f"; {d['sourceDuplicateBytes']} bytes duplicated by the source format"
+                if d["sourceDuplicateBytes"]
+                else ""
+            )
+        )
+    if r["history"]:
+        lines += ["", "  compaction history:"]
+        for h in r["history"]:
+            what = h.get("mode") or h.get("format") or "-"
+            n = h.get("targets", h.get("replaces", 0))
+            stats = h.get("stats") or {}
+            saved = ""
+            if isinstance(stats, dict) and "tokensBefore" in stats and "tokensAfter" in stats:
+                saved = f", {stats['tokensBefore']} -> {stats['tokensAfter']} tokens"
+            lines.append(f"    line {h['line']}: {h['type']} {what}, {n} messages{saved}")
+    findings = r["findings"]
+    if findings:
+        lines += ["", f"  findings ({len(findings)}):"]
+        shown = findings if verbose else findings[:20]
+        for f in shown:
+            lines.append(f"    {r['path']}:{f['line']}: {f['kind']}: {f['message']}")
+        if len(shown) < len(findings):
+            lines.append(f"    ... {len(findings) - len(shown)} more (use -v or --json)")
+    return "\n".join(lines) + "\n\n"

@@ -1,0 +1,176 @@
+"""Replay: the event log -> the effective context (DESIGN.md section 3, "Replay").
+
+:func:`replay` is one pure, deterministic function. It takes the messages in file order, then
+applies each CompactEvent and SummaryEvent in file order:
+
+- a SummaryEvent removes the events it ``replaces`` and puts one ``user`` message (content:
+  the summary text, or the selected tier; ``summaryOf``: the SummaryEvent's uuid) in place of
+  the first of them. An earlier summary named in ``replaces`` is removed too, so only the
+  newest summary of a chain survives. If ``replaces`` covers part of a tool block, the whole
+  block is replaced: replay never splits a tool block.
+- a CompactEvent is applied by the reducer registered for its ``mode`` (micro, rules, dedup
+  register themselves; see :func:`reducer`). Reducers change message content, or drop an
+  assistant message without tool calls; they never drop a tool block member.
+
+Unknown modes and events of other types are ignored (kept in the file, reported by inspect).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .model import CompactEvent, Event, Message, SummaryEvent
+
+__all__ = ["Reducer", "View", "known_modes", "reducer", "replay", "tool_block_keys"]
+
+View = list[Message]
+"""The effective context: messages in the order an agent sends them."""
+
+Reducer = Callable[[View, CompactEvent], View]
+"""Applies one CompactEvent to the view; returns a new list, never mutates its messages."""
+
+_REDUCERS: dict[str, Reducer] = {}
+_BUILTIN_MODES = {
+    "micro": "compactctl.micro",
+    "rules": "compactctl.rules",
+    "dedup": "compactctl.dedup",
+}
+
+
+def reducer(mode: str) -> Callable[[Reducer], Reducer]:
+    """Register the replay function for CompactEvents of ``mode`` (a decorator).
+
+    Raises:
+        ValueError: a reducer is already registered for ``mode``.
+    """
+
+    def register(fn: Reducer) -> Reducer:
+        if mode in _REDUCERS and _REDUCERS[mode] is not fn:
+            raise ValueError(f"a reducer for mode {mode!r} is already registered")
+        _REDUCERS[mode] = fn
+        return fn
+
+    return register
+
+
+def _reducer_for(mode: str) -> Reducer | None:
+    if mode not in _REDUCERS and mode in _BUILTIN_MODES:
+        try:
+            importlib.import_module(_BUILTIN_MODES[mode])
+        except ModuleNotFoundError:
+            return None
+    return _REDUCERS.get(mode)
+
+
+def known_modes() -> list[str]:
+    """The CompactEvent modes replay can apply (built-in ones that are installed)."""
+    return sorted(m for m in _BUILTIN_MODES if _reducer_for(m) is not None)
+
+
+def tool_block_keys(messages: Iterable[Message]) -> dict[str, str]:
+    """Map each message uuid that belongs to a tool block to the block's key.
+
+    A tool block is an assistant message with ``toolCalls`` plus the tool messages answering
+    them; its key is the assistant message's uuid. Messages outside any block are absent.
+    Tool results whose call is unknown are absent too (they form no block).
+    """
+    owner_of_call: dict[str, str] = {}
+    keys: dict[str, str] = {}
+    for m in messages:
+        uuid = m.uuid
+        if uuid is None:
+            continue
+        calls = m.tool_calls
+        if calls:
+            keys[uuid] = uuid
+            for c in calls:
+                cid = c.get("id")
+                if isinstance(cid, str):
+                    owner_of_call[cid] = uuid
+        elif m.role == "tool":
+            cid = m.tool_call_id
+            if cid is not None and cid in owner_of_call:
+                keys[uuid] = owner_of_call[cid]
+    return keys
+
+
+def summary_message(event: SummaryEvent, tier: str | None = None) -> Message:
+    """The user message a SummaryEvent puts into the effective context.
+
+    Args:
+        event: the SummaryEvent.
+        tier: ``"L0"``, ``"L1"`` or ``"L2"`` to show that tier when the event has it;
+            ``None`` (or a tier it lacks) shows ``summaryText``.
+    """
+    text = event.tiers.get(tier, "") if tier else ""
+    data: dict[str, Any] = {
+        "type": "message",
+        "uuid": event.uuid,
+        "turnId": event.last_summarized_turn,
+        "role": "user",
+        "content": text or event.summary_text,
+        "summaryOf": event.uuid,
+    }
+    if "timestamp" in event.data:
+        data["timestamp"] = event.data["timestamp"]
+    return Message(data, None, event.line, event.last_summarized_turn)
+
+
+def _apply_summary(view: View, event: SummaryEvent, tier: str | None) -> View:
+    replaced = set(event.replaces)
+    if not replaced:
+        return view
+    blocks = tool_block_keys(view)
+    hit_blocks = {blocks[u] for u in replaced if u in blocks}
+    out: View = []
+    placed = False
+    for m in view:
+        uuid = m.uuid
+        gone = uuid in replaced or m.data.get("summaryOf") in replaced
+        if not gone and hit_blocks and uuid in blocks:
+            gone = blocks[uuid] in hit_blocks
+        if gone:
+            if not placed:
+                out.append(summary_message(event, tier))
+                placed = True
+        else:
+            out.append(m)
+    return out
+
+
+def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
+    """Rebuild the effective context from an event log. Pure and deterministic.
+
+    Args:
+        events: the transcript's events in file order (any iterable; consumed once).
+        tier: which summary tier to show (``"L0"``/``"L1"``/``"L2"``), or ``None`` for the
+            full ``summaryText``.
+
+    Returns:
+        The messages of the effective context, in order. Unchanged messages are the input
+        Message objects themselves (their raw bytes intact); changed ones are evolved copies;
+        summaries appear as user messages with ``summaryOf``.
+
+    Memory: holds the session's messages (one session at a time, DESIGN.md section 7).
+
+    >>> from compactctl.model import event_from_dict as ev
+    >>> log = [ev({"type": "message", "uuid": "m1", "role": "user", "content": "a"}),
+    ...        ev({"type": "message", "uuid": "m2", "role": "assistant", "content": "b"}),
+    ...        ev({"type": "summary", "uuid": "s1", "replaces": ["m1", "m2"],
+    ...            "summaryText": "S", "lastSummarizedTurnId": 1})]
+    >>> [(m.role, m.content) for m in replay(log)]
+    [('user', 'S')]
+    """
+    view: View = []
+    for event in events:
+        if isinstance(event, Message):
+            view.append(event)
+        elif isinstance(event, SummaryEvent):
+            view = _apply_summary(view, event, tier)
+        elif isinstance(event, CompactEvent):
+            fn = _reducer_for(event.mode)
+            if fn is not None:
+                view = fn(view, event)
+    return view

@@ -1,0 +1,60 @@
+"""The run report: counters, per-file outcomes, the closing summary line and the exit code.
+
+One :class:`Report` per run (STYLE.md habit 5, after black's ``Report``). Commands record
+every file's outcome; ``cli.py`` prints :meth:`Report.summary` on stderr and exits with
+:attr:`Report.return_code`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import EXIT_CHECK, EXIT_INPUT, EXIT_OK, CompactError
+
+__all__ = ["Report"]
+
+
+@dataclass
+class Report:
+    """Outcomes of one run over many files.
+
+    Attributes:
+        check: ``--check`` mode: files that would change make the exit code 1.
+        results: per-file result dicts, in the order they finished.
+        failures: ``(path, error)`` for each file that could not be processed.
+        changed: files that were (or, with --check/--dry-run, would be) changed.
+    """
+
+    check: bool = False
+    results: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[tuple[str, CompactError]] = field(default_factory=list)
+    changed: int = 0
+
+    def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
+        """Record a processed file and whether it changed (or would change)."""
+        self.results.append(result)
+        self.changed += int(changed)
+
+    def failed(self, path: str, error: CompactError) -> None:
+        """Record a file that could not be processed; the run goes on."""
+        self.failures.append((path, error))
+
+    @property
+    def return_code(self) -> int:
+        """3 if any file failed, else 1 if ``--check`` found work, else 0 (DESIGN.md s. 4)."""
+        if self.failures:
+            return max(EXIT_INPUT, max(e.exit_code for _, e in self.failures))
+        if self.check and self.changed:
+            return EXIT_CHECK
+        return EXIT_OK
+
+    def summary(self, verb: str) -> str:
+        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``"""
+        n = len(self.results)
+        parts = [f"{self.changed} file{'s' if self.changed != 1 else ''} {verb}"]
+        if n - self.changed:
+            parts.append(f"{n - self.changed} unchanged")
+        if self.failures:
+            parts.append(f"{len(self.failures)} failed")
+        return ", ".join(parts) + "."

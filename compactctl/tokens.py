@@ -1,0 +1,248 @@
+"""Token counts (tiktoken, offline), fast estimates, and context windows.
+
+- Exact counts use tiktoken's ``encode_ordinary`` (plain ``encode`` raises on text that
+  contains special tokens such as ``<|endoftext|>``, which transcripts of agents that read
+  tokenizer code do contain). Repeated content is counted once: counts are cached by a hash
+  of the text.
+- tiktoken downloads its encodings on first use; offline, :func:`ensure_offline_encodings`
+  points ``TIKTOKEN_CACHE_DIR`` at the copies litellm ships, found with
+  ``importlib.util.find_spec`` so litellm itself is never imported. A value the user set wins.
+- The estimate is ``ceil(non-CJK chars / 4) + CJK chars`` (OpenAI's "about 4 characters per
+  token" rule of thumb for English; CJK ideographs are about one token each in cl100k_base
+  and o200k_base). It is always labelled an estimate where shown.
+- Context windows come from, in order: ``--context-window``, the session event, litellm's
+  bundled ``model_prices_and_context_window_backup.json`` read as a plain file.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "TokenCounter",
+    "context_window_for",
+    "encoding_for_model",
+    "ensure_offline_encodings",
+    "estimate_tokens",
+    "message_payload",
+]
+
+MESSAGE_OVERHEAD = 3
+"""Tokens added per message for role and separators (OpenAI cookbook, "How to count tokens
+with tiktoken": ``tokens_per_message = 3`` for gpt-3.5-turbo-0613 and later)."""
+
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def ensure_offline_encodings() -> str | None:
+    """Point tiktoken at litellm's bundled encodings unless ``TIKTOKEN_CACHE_DIR`` is set.
+
+    Returns:
+        The cache folder in effect, or ``None`` when none is set and litellm is not installed.
+    """
+    current = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if current:
+        return current
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    if folder.is_dir():
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+        return str(folder)
+    return None
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding to count a model's tokens with.
+
+    ``o200k_base`` for gpt-4o, gpt-4.1, gpt-4.5, gpt-5 and the o-series (tiktoken's own
+    model table); ``cl100k_base`` otherwise, including non-OpenAI models, for which it is a
+    close, documented approximation. A provider prefix (``openai/gpt-4o``) is ignored.
+
+    >>> encoding_for_model("openai/gpt-4o-mini"), encoding_for_model("claude-sonnet-4-5")
+    ('o200k_base', 'cl100k_base')
+    """
+    if not model:
+        return "cl100k_base"
+    name = model.rsplit("/", 1)[-1].lower()
+    return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+def estimate_tokens(text: str) -> int:
+    """A fast token estimate in tokens: ``ceil(non-CJK chars / 4) + CJK chars``.
+
+    >>> estimate_tokens("abcdefgh"), estimate_tokens("你好，世界")
+    (2, 5)
+    """
+    if not text:
+        return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
+    cjk = len(_CJK.findall(text))
+    rest = len(text) - cjk
+    return cjk + (rest + 3) // 4
+
+
+class TokenCounter:
+    """Counts tokens of texts with one tiktoken encoding; each distinct text is encoded once.
+
+    Args:
+        encoding: a tiktoken encoding name (``cl100k_base``, ``o200k_base``, ``p50k_base``),
+            or ``"estimate"`` for :func:`estimate_tokens` (no tiktoken at all).
+
+    Raises:
+        ValueError: (on first count) the encoding is unknown or its file is unavailable
+            offline; the message says to set ``TIKTOKEN_CACHE_DIR`` or use ``--estimate``.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self.encoding_name = encoding
+        self.is_estimate = encoding == "estimate"
+        self._cache: dict[bytes, int] = {}
+        self._enc: Any = None
+
+    def _encoder(self) -> Any:
+        if self._enc is None:
+            ensure_offline_encodings()
+            import tiktoken
+
+            try:
+                self._enc = tiktoken.get_encoding(self.encoding_name)
+            except Exception as exc:  # tiktoken raises ValueError or network errors
+                raise ValueError(
+                    f"tiktoken encoding {self.encoding_name!r} is not available offline "
+                    f"({exc}); set TIKTOKEN_CACHE_DIR to a folder holding it, or pass "
+                    "--estimate for a chars-based estimate"
+                ) from exc
+        return self._enc
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (``encode_ordinary``: special tokens count as plain text)."""
+        if not text:
+            return 0
+        if self.is_estimate:
+            return estimate_tokens(text)
+        key = self._key(text)
+        n = self._cache.get(key)
+        if n is None:
+            n = len(self._encoder().encode_ordinary(_clean(text)))
+            self._cache[key] = n
+        return n
+
+    def count_many(self, texts: Iterable[str]) -> list[int]:
+        """Token counts for many texts; the uncached distinct ones are encoded in a batch
+        over 2 threads (tiktoken releases the GIL while encoding)."""
+        texts = list(texts)
+        if self.is_estimate:
+            return [estimate_tokens(t) for t in texts]
+        keys = [self._key(t) for t in texts]
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if t and k not in self._cache and k not in todo:
+                todo[k] = t
+        if todo:
+            enc = self._encoder()
+            batch = [_clean(t) for t in todo.values()]
+            counts = enc.encode_ordinary_batch(batch, num_threads=2)
+            for k, toks in zip(todo, counts, strict=True):
+                self._cache[k] = len(toks)
+        return [self._cache.get(k, 0) for k in keys]
+
+
+def _clean(text: str) -> str:
+    # Lone surrogates (legal in JSON escapes) cannot be encoded to UTF-8 by tiktoken.
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def message_payload(data: Mapping[str, Any]) -> str:
+    """The text of a message that counts toward the prompt: content text plus tool calls.
+
+    Text parts of ``content`` and, for assistant messages, each tool call's name and JSON
+    arguments. Images and opaque parts (thinking signatures, encrypted reasoning) are not
+    text and are not counted here.
+    """
+    content = data.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        text = "\n".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
+    else:
+        text = ""
+    calls = data.get("toolCalls")
+    if isinstance(calls, list) and calls:
+        parts = [text]
+        for c in calls:
+            if isinstance(c, dict):
+                args = c.get("arguments")
+                parts.append(str(c.get("name", "")))
+                parts.append(args if isinstance(args, str) else _dumps(args))
+        text = "\n".join(parts)
+    return text
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _model_table() -> dict[str, Any]:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "model_prices_and_context_window_backup.json"
+    )
+    try:
+        table = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def context_window_for(model: str | None) -> int | None:
+    """The model's max input tokens from litellm's bundled model table (no litellm import).
+
+    Looks up the model as given, then without its provider prefix. Returns ``None`` when the
+    model is unknown.
+
+    >>> context_window_for("gpt-4o")
+    128000
+    """
+    if not model:
+        return None
+    table = _model_table()
+    for key in (model, model.rsplit("/", 1)[-1]):
+        entry = table.get(key)
+        if isinstance(entry, dict):
+            n = entry.get("max_input_tokens") or entry.get("max_tokens")
+            if isinstance(n, int) and n > 0:
+                return n
+    return None

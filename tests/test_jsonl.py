@@ -1,0 +1,98 @@
+"""Reading canonical JSONL: raw bytes kept, bad lines reported, never a crash."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+from compactctl.files import read
+from compactctl.jsonl import dump_events, read_stream
+from compactctl.model import BadLine, Message, OtherEvent, SummaryEvent
+
+
+def _events(data: bytes):
+    return list(read_stream(io.BytesIO(data)))
+
+
+def test_round_trip_keeps_raw_bytes_of_odd_lines():
+    # Spacing, key order, \u escapes, a lone surrogate (stdlib-only), an int beyond 2**64,
+    # a CRLF ending and a BOM: all come back byte for byte.
+    data = (
+        b'\xef\xbb\xbf{"type":"message", "uuid":"a","role":"user","content":"caf\\u00e9"}\r\n'
+        b'{"content":"\\ud800 lone","role":"assistant","type":"message","uuid":"b"}\n'
+        b'{"type":"message","uuid":"c","role":"tool","content":"n","big":123456789012345678901234567890}\n'
+        b'{"type":"queue-operation","operation":"enqueue"}\n'
+    )
+    events = _events(data)
+    assert [type(e).__name__ for e in events] == ["Message", "Message", "Message", "OtherEvent"]
+    assert events[0].data["content"] == "café"
+    assert events[1].data["content"] == "\ud800 lone"
+    assert events[2].data["big"] == 123456789012345678901234567890
+    assert b"".join(dump_events(events)) == data
+
+
+def test_bad_lines_are_kept_and_classified():
+    data = (
+        b'{"type":"message","uuid":"a","role":"user","content":"x"}\n'
+        b'\n[1,2]\n{"a":\n\xff\xfe\n{"type":"mess'
+    )
+    events = _events(data)
+    assert [(e.line, e.problem) for e in events if isinstance(e, BadLine)] == [
+        (2, "blank"),
+        (3, "not-object"),
+        (4, "malformed"),
+        (5, "invalid-utf8"),
+        (6, "torn"),
+    ]
+    # nothing dropped: writing back gives the input plus the newline the torn line lacked
+    assert b"".join(dump_events(events)) == data + b"\n"
+
+
+def test_turns_assigned_from_user_messages():
+    data = (
+        b'{"type":"message","uuid":"s","role":"system","content":"sys"}\n'
+        b'{"type":"message","uuid":"u1","role":"user","content":"a"}\n'
+        b'{"type":"message","uuid":"a1","role":"assistant","content":"b"}\n'
+        b'{"type":"message","uuid":"u2","role":"user","content":"c"}\n'
+        b'{"type":"message","uuid":"a2","role":"assistant","content":"d","turnId":7}\n'
+        b'{"type":"message","uuid":"a3","role":"assistant","content":"e"}\n'
+    )
+    assert [e.turn for e in _events(data)] == [0, 1, 1, 2, 7, 7]
+
+
+def test_typed_events():
+    data = (
+        b'{"type":"summary","uuid":"s","replaces":["a","b"],"summaryText":"S",'
+        b'"lastSummarizedTurnId":3,"tiers":{"L0":"x"}}\n'
+    )
+    (e,) = _events(data)
+    assert isinstance(e, SummaryEvent)
+    assert (e.replaces, e.summary_text, e.last_summarized_turn, e.tiers) == (
+        ["a", "b"],
+        "S",
+        3,
+        {"L0": "x"},
+    )
+
+
+def test_evolve_never_mutates():
+    (e,) = _events(b'{"type":"message","uuid":"a","role":"user","content":"x"}\n')
+    assert isinstance(e, Message)
+    e2 = e.evolve(content="y")
+    assert e.data["content"] == "x" and e.raw is not None
+    assert e2.data["content"] == "y" and e2.raw is None
+    assert e2.to_json() == b'{"type":"message","uuid":"a","role":"user","content":"y"}'
+
+
+def test_read_gzip_and_plain(tmp_path: Path):
+    line = b'{"type":"message","uuid":"a","role":"user","content":"x"}\n'
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(line * 3))
+    (tmp_path / "b.jsonl").write_bytes(line)
+    assert len(list(read(str(tmp_path / "a.jsonl.gz")))) == 3
+    assert [e.uuid for e in read(str(tmp_path / "b.jsonl"))] == ["a"]
+
+
+def test_unknown_types_preserved():
+    (e,) = _events(b'{"type":"file-history-snapshot","snapshot":{"x":1}}\n')
+    assert isinstance(e, OtherEvent) and e.data["snapshot"] == {"x": 1}
