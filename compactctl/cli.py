@@ -45,6 +45,7 @@ app = typer.Typer(
 Paths = Annotated[
     list[str],
     typer.Argument(
+        metavar="PATHS...",
         help="Transcript files, folders (searched for *.jsonl, *.jsonl.gz), or - for stdin.",
         show_default=False,
     ),
@@ -207,8 +208,32 @@ def main_callback(
     ),
 )
 def inspect_cmd(
-    paths: Paths,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATHS...",
+            help="Transcript files, folders (searched for *.jsonl, *.jsonl.gz), or - for stdin.",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
+    store: Annotated[
+        bool,
+        typer.Option(
+            "--store",
+            help="Report across sessions from the SQLite store: runs per "
+            "day, tokens saved, sessions in breaker state.",
+        ),
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="The SQLite store to report on (implies --store; default "
+            "$COMPACTCTL_DB or the XDG state dir).",
+        ),
+    ] = None,
+    days: Annotated[int, typer.Option("--days", help="With --store: days to report.")] = 30,
     effective: Annotated[
         bool,
         typer.Option("--effective", help="Print the effective context as canonical JSONL."),
@@ -229,6 +254,7 @@ def inspect_cmd(
         str | None, typer.Option("--tier", help="Summary tier to replay: L0, L1 or L2.")
     ] = None,
     top: Annotated[int, typer.Option("--top", help="How many largest tool outputs to list.")] = 10,
+    fmt: FormatOpt = None,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 if any file has validation findings.")
     ] = False,
@@ -245,12 +271,18 @@ def inspect_cmd(
     from .files import write_output
 
     settings = _settings(config, "inspect")
+    if store or db is not None:
+        _store_report(settings.get("db", db, None, str), days, json_out)
+    if not paths:
+        _fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
+    assert paths is not None
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         _fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     opts = InspectOptions(
         encoding="estimate" if estimate else settings.get("encoding", encoding, None, str),
         context_window=settings.get("context_window", context_window, None, int),
         top=top,
+        fmt=fmt,
     )
     report = Report(check=check)
     if effective:
@@ -260,7 +292,7 @@ def inspect_cmd(
             _err(f"compactctl: {e}")
         for f in files:
             try:
-                write_output(STDIN, effective_lines(f, tier=tier))
+                write_output(STDIN, effective_lines(f, tier=tier, fmt=fmt))
                 report.done({"path": f})
             except CompactError as exc:
                 report.failed(f, exc)
@@ -292,6 +324,764 @@ def inspect_cmd(
     _finish(report, "with findings", quiet)
 
 
+def _store_report(db: str | None, days: int, json_out: bool) -> None:
+    import time
+
+    from .store import Store, resolve_db_path
+
+    try:
+        path = resolve_db_path(db)
+        if not path.exists():
+            _fail_usage(
+                f"{path}: no store yet (it is created by the first compact, rules, "
+                "dedup or tiers run); pass --db PATH to read another one"
+            )
+        with Store.open(path) as st:
+            doc = st.report(time.time(), days=days)
+    except CompactError as exc:
+        _err(f"compactctl: {exc}")
+        raise typer.Exit(exc.exit_code) from None
+    if json_out:
+        _dump_json(doc)
+    else:
+        from .render import store_table
+
+        sys.stdout.write(store_table(doc))
+    raise typer.Exit(0)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+# --- options of the commands that change transcripts ---------------------------------------
+
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the result here (a file, or - for stdout) instead of appending in place. "
+        "Needed for foreign formats.",
+    ),
+]
+MaterializeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--materialize", help="Write the effective context (the reduced transcript) instead."
+    ),
+]
+AsOpt = Annotated[
+    str, typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions).")
+]
+EncodingOpt = Annotated[
+    str | None, typer.Option("--encoding", help="tiktoken encoding (default: by the model).")
+]
+EstimateOpt = Annotated[
+    bool, typer.Option("--estimate", help="Count tokens with the chars-based estimate.")
+]
+WindowOpt = Annotated[
+    int | None,
+    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
+]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Input format (default: detected): canonical, claude-code, claude-stream, "
+        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
+    ),
+]
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLite store (default: $COMPACTCTL_DB or the XDG state dir)."),
+]
+NoStoreOpt = Annotated[bool, typer.Option("--no-store", help="Do not use the SQLite store.")]
+LockTimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--lock-timeout", help="Seconds to wait for a transcript's lock (default 10)."),
+]
+
+
+def _output_options(
+    settings: Settings,
+    *,
+    output: str | None,
+    materialize: bool,
+    as_format: str,
+    dry_run: bool,
+    check: bool,
+    lock_timeout: float | None,
+    tier: str | None,
+    fmt: str | None,
+    db: str | None,
+    no_store: bool,
+    nfiles: int,
+) -> Any:
+    from .commands import OutputOptions
+
+    if output is not None and nfiles != 1:
+        _fail_usage("-o/--output takes exactly one input; run once per file, or omit -o")
+    if as_format not in {"canonical", "openai"}:
+        _fail_usage(f"--as must be canonical or openai, not {as_format!r}")
+    if as_format != "canonical" and not materialize:
+        _fail_usage("--as applies to --materialize only")
+    if tier is not None and tier not in {"L0", "L1", "L2"}:
+        _fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
+    return OutputOptions(
+        output=output,
+        materialize=materialize,
+        as_format=as_format,
+        dry_run=dry_run,
+        check=check,
+        lock_timeout=settings.get("lock_timeout", lock_timeout, 10.0, float),
+        tier=tier,
+        fmt=fmt,
+        db="" if no_store else settings.get("db", db, None, str),
+    )
+
+
+def _report_changes(
+    report: Report,
+    results: list[dict[str, Any]],
+    *,
+    json_out: bool,
+    quiet: bool,
+    line: Callable[[dict[str, Any]], str],
+) -> None:
+    if json_out:
+        _dump_json(
+            {
+                "files": results,
+                "totals": {
+                    "files": len(results),
+                    "changed": report.changed,
+                    "failed": len(report.failures),
+                    "errors": [{"path": p, "message": e.message} for p, e in report.failures],
+                },
+            }
+        )
+    elif not quiet:
+        for r in results:
+            _err(line(r))
+
+
+def _run_transform(
+    paths: list[str],
+    worker: Callable[[str], dict[str, Any]],
+    *,
+    settings: Settings,
+    jobs: int | None,
+    check: bool,
+    json_out: bool,
+    quiet: bool,
+    desc: str,
+    verb: str,
+    line: Callable[[dict[str, Any]], str],
+) -> None:
+    """Run a transcript-changing command over PATHS, report, and exit with the code."""
+    report = Report(check=check)
+    results = []
+    for result in run_files(
+        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=desc
+    ):
+        report.done(result, changed=result["changed"])
+        results.append(result)
+    _report_changes(report, results, json_out=json_out, quiet=quiet, line=line)
+    _finish(report, verb, quiet)
+
+
+def _compact_line(r: dict[str, Any]) -> str:
+    est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
+    if not r["changed"]:
+        why = r.get("reason") or "nothing to do"
+        return f"{r['path']}: unchanged: {why}"
+    parts = []
+    if r.get("micro"):
+        parts.append(f"micro compaction of {r['micro']['targets']} tool outputs")
+    if r.get("summary"):
+        s = r["summary"]
+        parts.append(f"summary of {s['replaces']} events ({s['model']}, {s['triggerMode']})")
+    verb = "would append" if r.get("written") is None and not r.get("appended") else "appended"
+    return (
+        f"{r['path']}: {verb} {' + '.join(parts)}; prompt estimate "
+        f"{r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+    )
+
+
+@app.command(
+    "compact",
+    epilog=(
+        "Examples:\n\n"
+        "  compactctl compact --force session.jsonl            # append a summary in place\n\n"
+        "  compactctl compact ~/sessions/ --jobs 2             # compact where triggers fire\n\n"
+        "  compactctl compact --force --materialize -o ctx.jsonl session.jsonl\n\n"
+        "  compactctl compact --model openai/gpt-4o-mini --force session.jsonl\n\n"
+        "  compactctl compact --check ~/sessions/              # CI gate: exit 1 if work\n\n"
+        "  cat s.jsonl | compactctl compact --force - > out.jsonl"
+    ),
+)
+def compact_cmd(
+    paths: Paths,
+    force: Annotated[
+        bool, typer.Option("--force", help="Compact now, whatever the triggers say (manual).")
+    ] = False,
+    reactive: Annotated[
+        bool,
+        typer.Option(
+            "--reactive",
+            help="Your model just said the context is too long: compact "
+            "now and record triggerMode reactive.",
+        ),
+    ] = False,
+    micro_only: Annotated[
+        bool, typer.Option("--micro-only", help="Run micro compaction alone (no summary).")
+    ] = False,
+    no_micro: Annotated[bool, typer.Option("--no-micro", help="Skip micro compaction.")] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Summarizer: extractive (default, offline), a litellm "
+            "model such as openai/gpt-4o-mini, or 'session' (the log's own model).",
+        ),
+    ] = None,
+    summary_format: Annotated[
+        str | None,
+        typer.Option("--summary-format", help="sections (default) or task-state."),
+    ] = None,
+    strategy: Annotated[
+        str | None, typer.Option("--strategy", help="keep_recent (default) or full_replace.")
+    ] = None,
+    keep_recent: Annotated[
+        int | None, typer.Option("--keep-recent", help="Messages kept verbatim (default 10).")
+    ] = None,
+    max_summary_chars: Annotated[
+        int | None,
+        typer.Option(
+            "--max-summary-chars",
+            help="Summary budget in chars (default 12000 sections, 1200 task-state).",
+        ),
+    ] = None,
+    instructions: Annotated[
+        str | None, typer.Option("--instructions", help="Your own focus for the summary.")
+    ] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Do not redact secrets sent to the model.")
+    ] = False,
+    micro_trigger: Annotated[
+        float | None,
+        typer.Option("--micro-trigger", help="Micro runs past this share of the window (0.25)."),
+    ] = None,
+    summary_trigger: Annotated[
+        float | None,
+        typer.Option(
+            "--summary-trigger", help="Summarize past this share of max input tokens (0.9)."
+        ),
+    ] = None,
+    input_token_threshold: Annotated[
+        int | None,
+        typer.Option("--input-token-threshold", help="Also summarize past this many tokens."),
+    ] = None,
+    min_saving: Annotated[
+        float | None,
+        typer.Option("--min-saving", help="Append nothing if the saving is below this (0.05)."),
+    ] = None,
+    keep_turns: Annotated[
+        int | None,
+        typer.Option("--keep-turns", help="Micro: previous turns left intact (default 1)."),
+    ] = None,
+    preserve: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--preserve",
+            help="Micro: a tool whose outputs are never elided (repeatable; config key preserve).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Model request timeout, seconds (120).")
+    ] = None,
+    num_retries: Annotated[
+        int | None, typer.Option("--num-retries", help="Model retries with backoff (2).")
+    ] = None,
+    events: Annotated[
+        bool,
+        typer.Option(
+            "--events", help="Print compact_start/compact_done/compact_error JSON lines on stderr."
+        ),
+    ] = False,
+    output: OutputOpt = None,
+    materialize: MaterializeOpt = False,
+    as_format: AsOpt = "canonical",
+    tier: Annotated[
+        str | None, typer.Option("--tier", help="With --materialize: summary tier L0/L1/L2.")
+    ] = None,
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = None,
+    estimate: EstimateOpt = False,
+    context_window: WindowOpt = None,
+    dry_run: DryRunOpt = False,
+    check: CheckOpt = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    no_store: NoStoreOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
+    config: ConfigOpt = None,
+    jobs: JobsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Micro-compact old tool outputs, then summarize when a trigger fires (or --force).
+
+    Appends a CompactEvent (mode micro) and a SummaryEvent in place; a second identical run
+    appends nothing. The offline extractive summarizer is the default.
+    """
+    from .commands import compact_path
+    from .compact import DEFAULT_PIN_PATTERNS, CompactOptions
+    from .micro import MicroParams
+
+    s = _settings(config, "compact")
+    files_n = len(paths)
+    out = _output_options(
+        s,
+        output=output,
+        materialize=materialize,
+        as_format=as_format,
+        dry_run=dry_run,
+        check=check,
+        lock_timeout=lock_timeout,
+        tier=tier,
+        fmt=fmt,
+        db=db,
+        no_store=no_store,
+        nfiles=files_n,
+    )
+    pres = tuple(preserve) if preserve else tuple(s.get("preserve", None, [], list))
+    try:
+        opts = CompactOptions(
+            force=force,
+            reactive=reactive,
+            micro_only=micro_only,
+            micro_enabled=not no_micro,
+            micro=MicroParams(
+                keep_turns=s.get("keep_turns", keep_turns, 1, int), preserve=tuple(pres)
+            ),
+            micro_trigger=s.get("micro_trigger", micro_trigger, 0.25, float),
+            summary_trigger=s.get("summary_trigger", summary_trigger, 0.9, float),
+            input_token_threshold=s.get("input_token_threshold", input_token_threshold, None, int),
+            strategy=s.get("strategy", strategy, "keep_recent", str),
+            keep_recent=s.get("keep_recent", keep_recent, 10, int),
+            format=s.get("summary_format", summary_format, "sections", str),
+            max_summary_chars=s.get("max_summary_chars", max_summary_chars, None, int),
+            model=s.get("model", model, None, str),
+            instructions=s.get("instructions", instructions, "", str),
+            pin_patterns=DEFAULT_PIN_PATTERNS + tuple(s.get("pin_patterns", None, [], list)),
+            redact=not no_redact and s.get("redact", None, True, bool),
+            min_saving=s.get("min_saving", min_saving, 0.05, float),
+            context_window=s.get("context_window", context_window, None, int),
+            encoding="estimate" if estimate else s.get("encoding", encoding, None, str),
+            timeout=s.get("timeout", timeout, 120.0, float),
+            num_retries=s.get("num_retries", num_retries, 2, int),
+            emit_events=events,
+        )
+    except CompactError as exc:
+        _fail_usage(str(exc))
+        raise
+    _run_transform(
+        paths,
+        functools.partial(compact_path, options=opts, out=out),
+        settings=s,
+        jobs=jobs,
+        check=check,
+        json_out=json_out,
+        quiet=quiet,
+        desc="compact",
+        verb="compacted",
+        line=_compact_line,
+    )
+
+
+def _rules_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return f"{r['path']}: unchanged: no rule changes any message"
+    verb = "would rewrite" if r.get("written") is None else "rules applied to"
+    top = sorted(r["byRule"].items(), key=lambda kv: -kv[1]["charsSaved"])[:4]
+    detail = ", ".join(f"{k} -{v['charsSaved']} chars" for k, v in top)
+    return f"{r['path']}: {verb} {r['targets']} messages, -{r['tokensSaved']} tokens ({detail})"
+
+
+@app.command(
+    "rules",
+    epilog=(
+        "Examples:\n\n"
+        "  compactctl rules session.jsonl                      # append a rules CompactEvent\n\n"
+        "  compactctl rules --list\n\n"
+        "  compactctl rules --only ansi --only whitespace logs/\n\n"
+        "  compactctl rules - < s.jsonl | compactctl dedup - | compactctl compact - > out.jsonl"
+    ),
+)
+def rules_cmd(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATHS...", help="Transcripts, folders, or - for stdin.", show_default=False
+        ),
+    ] = None,
+    list_rules: Annotated[
+        bool, typer.Option("--list", help="List the rules with a one-line description.")
+    ] = False,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Apply only this rule (repeatable).")
+    ] = None,
+    skip: Annotated[
+        list[str] | None, typer.Option("--skip", help="Never apply this rule (repeatable).")
+    ] = None,
+    output: OutputOpt = None,
+    materialize: MaterializeOpt = False,
+    as_format: AsOpt = "canonical",
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = None,
+    estimate: EstimateOpt = False,
+    dry_run: DryRunOpt = False,
+    check: CheckOpt = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    no_store: NoStoreOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
+    config: ConfigOpt = None,
+    jobs: JobsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Layer 1: deterministic text rules (whitespace, emoji, tables, ANSI, ...) per message.
+
+    Rules are chosen per message: CJK text enables CJK punctuation, a table enables table
+    compression, code disables bullet merging; fenced and inline code are never altered;
+    tool outputs that are file contents or code get only ANSI and whitespace cleanup.
+    """
+    from .rules_text import RULES
+
+    if list_rules:
+        if json_out:
+            _dump_json(
+                [
+                    {
+                        "name": r.name,
+                        "version": r.version,
+                        "description": r.description,
+                        "safeForCode": r.safe_for_code,
+                    }
+                    for r in RULES.values()
+                ]
+            )
+        else:
+            from .render import table
+
+            sys.stdout.write(
+                table(
+                    ["rule", "version", "description"],
+                    [[r.name, r.version, r.description] for r in RULES.values()],
+                    indent="",
+                )
+            )
+        raise typer.Exit(0)
+    if not paths:
+        _fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
+    assert paths is not None
+    from .commands import rules_path
+    from .rules import RulesOptions
+
+    s = _settings(config, "rules")
+    out = _output_options(
+        s,
+        output=output,
+        materialize=materialize,
+        as_format=as_format,
+        dry_run=dry_run,
+        check=check,
+        lock_timeout=lock_timeout,
+        tier=None,
+        fmt=fmt,
+        db=db,
+        no_store=no_store,
+        nfiles=len(paths),
+    )
+    opts = RulesOptions(only=tuple(only) if only else None, skip=tuple(skip or ()))
+    try:
+        opts.chosen()
+    except KeyError as exc:
+        _fail_usage(str(exc.args[0]) + " (see compactctl rules --list)")
+    enc = "estimate" if estimate else s.get("encoding", encoding, None, str)
+    _run_transform(
+        paths,
+        functools.partial(rules_path, options=opts, out=out, encoding=enc),
+        settings=s,
+        jobs=jobs,
+        check=check,
+        json_out=json_out,
+        quiet=quiet,
+        desc="rules",
+        verb="rewritten",
+        line=_rules_line,
+    )
+
+
+def _dedup_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return f"{r['path']}: unchanged: no duplicates among {r['candidates']} candidates"
+    verb = "would mark" if r.get("written") is None else "marked"
+    return (
+        f"{r['path']}: {verb} {r['pairs']} duplicates in {r['groups']} groups "
+        f"({r['exact']} exact, {r['near']} near), -{r['tokensSaved']} tokens"
+    )
+
+
+@app.command(
+    "dedup",
+    epilog=(
+        "Examples:\n\n"
+        "  compactctl dedup session.jsonl\n\n"
+        "  compactctl dedup --threshold 0.8 --scope tool ~/sessions/\n\n"
+        "  compactctl rules - < s.jsonl | compactctl dedup - | compactctl compact - > out.jsonl"
+    ),
+)
+def dedup_cmd(
+    paths: Paths,
+    threshold: Annotated[
+        float | None,
+        typer.Option("--threshold", help="Jaccard similarity of word 3-grams (default 0.6)."),
+    ] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", help="tool, assistant or all (default all).")
+    ] = None,
+    min_chars: Annotated[
+        int | None,
+        typer.Option("--min-chars", help="Ignore shorter messages, in chars (default 200)."),
+    ] = None,
+    output: OutputOpt = None,
+    materialize: MaterializeOpt = False,
+    as_format: AsOpt = "canonical",
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = None,
+    estimate: EstimateOpt = False,
+    dry_run: DryRunOpt = False,
+    check: CheckOpt = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    no_store: NoStoreOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
+    config: ConfigOpt = None,
+    jobs: JobsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Layer 2: near-duplicate tool outputs and assistant texts (newer copy kept).
+
+    An older duplicate tool output becomes a pointer to the newer one; an older duplicate
+    assistant text is dropped; user, system and pinned messages are never touched.
+    """
+    from .commands import dedup_path
+    from .dedup import DedupOptions
+
+    s = _settings(config, "dedup")
+    out = _output_options(
+        s,
+        output=output,
+        materialize=materialize,
+        as_format=as_format,
+        dry_run=dry_run,
+        check=check,
+        lock_timeout=lock_timeout,
+        tier=None,
+        fmt=fmt,
+        db=db,
+        no_store=no_store,
+        nfiles=len(paths),
+    )
+    try:
+        opts = DedupOptions(
+            threshold=s.get("threshold", threshold, 0.6, float),
+            scope=s.get("scope", scope, "all", str),
+            min_chars=s.get("min_chars", min_chars, 200, int),
+        )
+    except CompactError as exc:
+        _fail_usage(str(exc))
+        raise
+    enc = "estimate" if estimate else s.get("encoding", encoding, None, str)
+    _run_transform(
+        paths,
+        functools.partial(dedup_path, options=opts, out=out, encoding=enc),
+        settings=s,
+        jobs=jobs,
+        check=check,
+        json_out=json_out,
+        quiet=quiet,
+        desc="dedup",
+        verb="deduplicated",
+        line=_dedup_line,
+    )
+
+
+@app.command(
+    "convert",
+    epilog=(
+        "Examples:\n\n"
+        "  compactctl convert ~/.claude/projects/-home-me-app/SESSION.jsonl -o session.jsonl\n\n"
+        "  compactctl convert rollout.jsonl | compactctl compact --force - > out.jsonl\n\n"
+        "  compactctl convert --list-formats"
+    ),
+)
+def convert_cmd(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="PATHS...", help="Transcripts, or - for stdin.", show_default=False),
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
+    ] = None,
+    fmt: FormatOpt = None,
+    list_formats: Annotated[
+        bool, typer.Option("--list-formats", help="List the formats compactctl reads.")
+    ] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write the canonical compactctl JSONL form of any transcript compactctl reads.
+
+    The source is never changed. Ids, timestamps and line numbers (sourceLine) are kept so
+    a message can be found back in the original.
+    """
+    from .formats import FORMATS
+
+    if list_formats:
+        if json_out:
+            _dump_json([{"name": f.name, "description": f.description} for f in FORMATS.values()])
+        else:
+            from .render import table
+
+            sys.stdout.write(
+                table(
+                    ["format", "description"],
+                    [[f.name, f.description] for f in FORMATS.values()],
+                    indent="",
+                )
+            )
+        raise typer.Exit(0)
+    if not paths:
+        _fail_usage("missing PATHS; see compactctl convert --help")
+    assert paths is not None
+    if output is not None and len(paths) != 1:
+        _fail_usage("-o/--output takes exactly one input")
+    from .commands import load
+    from .files import write_output
+    from .jsonl import dump_events
+
+    report = Report()
+    files, errors = discover(paths)
+    for e in errors:
+        report.failed(e.path or "?", e)
+        _err(f"compactctl: {e}")
+    for f in files:
+        try:
+            name, events = load(f, fmt)
+            write_output(output or STDIN, dump_events(events))
+            report.done({"path": f, "format": name, "events": len(events)}, changed=True)
+            if not quiet:
+                _err(f"{f}: {name} -> canonical, {len(events)} events")
+        except CompactError as exc:
+            report.failed(f, exc)
+            _err(f"compactctl: {exc}")
+    raise typer.Exit(report.return_code)
+
+
+def _tiers_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return f"{r['path']}: unchanged: {r.get('reason') or 'nothing to do'}"
+    sizes = ", ".join(f"{k} {v}" for k, v in sorted(r["tiers"].items()))
+    verb = "would add" if r.get("written") is None else "added"
+    return (
+        f"{r['path']}: {verb} tiers ({sizes} tokens, {r['tokenizer']}); "
+        f"replay shows {r['selectedTier']}"
+    )
+
+
+@app.command(
+    "tiers",
+    epilog=(
+        "Examples:\n\n"
+        "  compactctl compact --force s.jsonl && compactctl tiers s.jsonl\n\n"
+        "  compactctl tiers --tier L1 ~/sessions/\n\n"
+        "  compactctl tiers --tier L0 --materialize -o ctx.jsonl s.jsonl"
+    ),
+)
+def tiers_cmd(
+    paths: Paths,
+    tier: Annotated[
+        str, typer.Option("--tier", help="auto (by history length or room left), L0, L1, L2.")
+    ] = "auto",
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Let this litellm model rewrite L1 and L0 (validated)."),
+    ] = None,
+    output: OutputOpt = None,
+    materialize: MaterializeOpt = False,
+    as_format: AsOpt = "canonical",
+    fmt: FormatOpt = None,
+    encoding: EncodingOpt = None,
+    context_window: WindowOpt = None,
+    dry_run: DryRunOpt = False,
+    check: CheckOpt = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    no_store: NoStoreOpt = False,
+    lock_timeout: LockTimeoutOpt = None,
+    config: ConfigOpt = None,
+    jobs: JobsOpt = None,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Layer 4: L0/L1/L2 summaries (about 200/1000/3000 tokens) from the newest summary.
+
+    Recorded on a new SummaryEvent that supersedes the previous one; running it twice
+    appends nothing. Tiers are also saved in the SQLite store for cron and CI.
+    """
+    from .commands import tiers_path
+
+    if tier not in {"auto", "L0", "L1", "L2"}:
+        _fail_usage(f"--tier must be auto, L0, L1 or L2, not {tier!r}")
+    s = _settings(config, "tiers")
+    out = _output_options(
+        s,
+        output=output,
+        materialize=materialize,
+        as_format=as_format,
+        dry_run=dry_run,
+        check=check,
+        lock_timeout=lock_timeout,
+        tier=None if tier == "auto" else tier,
+        fmt=fmt,
+        db=db,
+        no_store=no_store,
+        nfiles=len(paths),
+    )
+    worker = functools.partial(
+        tiers_path,
+        out=out,
+        tier=tier,
+        encoding=s.get("encoding", encoding, None, str),
+        context_window=s.get("context_window", context_window, None, int),
+        model=s.get("tiers_model", model, None, str),
+    )
+    _run_transform(
+        paths,
+        worker,
+        settings=s,
+        jobs=jobs,
+        check=check,
+        json_out=json_out,
+        quiet=quiet,
+        desc="tiers",
+        verb="tiered",
+        line=_tiers_line,
+    )

@@ -8,14 +8,19 @@ can run them in a process pool.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .files import read
+import orjson
+
+from .errors import InputError, UsageError
+from .files import STDIN, append_events, open_input, write_output
 from .inspector import inspect_events
-from .jsonl import dump_events
-from .model import Event
+from .jsonl import BOM, assign_turns, dump_events, read_stream
+from .model import BadLine, Event, Message, event_from_dict
 from .replay import replay
 from .report import Report
 from .tokens import TokenCounter
@@ -24,16 +29,94 @@ __all__ = ["InspectOptions", "effective_lines", "inspect_path", "inspect_totals"
 
 
 def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
-    """Read a whole session into memory: ``(format name, events)``.
+    """Read a whole session into memory as canonical events: ``(format name, events)``.
 
-    Args:
-        path: a file or ``-``.
-        fmt: ``"canonical"`` or ``None`` (detect).
+    The format is detected from the first records (``fmt`` overrides): canonical JSONL is
+    read as is (raw bytes kept); a foreign line format (Claude Code, Codex, OpenAI chat, ...)
+    or whole JSON document (OpenHands, SWE-agent ``.traj``) goes through its importer in
+    :mod:`compactctl.formats`. Lines that are not JSON objects are kept as ``BadLine``
+    events (for a foreign file, after the imported events).
+
+    Memory: the whole file (one session at a time, DESIGN.md section 7).
 
     Raises:
-        InputError: the file cannot be read.
+        InputError: the file cannot be read, or its format is unknown (the message lists the
+            known formats and says to pass ``--format``).
+        UsageError: ``fmt`` is not a known format.
     """
-    return "canonical", list(read(path))
+    from .formats import FORMATS, detect, detect_document, known_formats
+
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r}; known: {', '.join(known_formats())}")
+    with open_input(path) as stream:
+        try:
+            data = stream.read()
+        except (OSError, EOFError) as exc:
+            raise InputError(f"cannot read: {exc}", path=path) from None
+    body = data[3:] if data.startswith(BOM) else data
+    head = body.lstrip()[:1]
+    doc: Any = None
+    if fmt in (None, "openhands", "swe-agent") and head in (b"[", b"{"):
+        first_line = body.split(b"\n", 1)[0]
+        if head == b"[" or not _parses(first_line):
+            try:
+                doc = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                doc = None
+    if doc is not None:
+        name = fmt or detect_document(doc)
+        importer = FORMATS[name].document_to_canonical if name else None
+        if name and importer is None and isinstance(doc, list):
+            line_importer = FORMATS[name].to_canonical
+            if line_importer is not None:
+                pairs = [(i, r) for i, r in enumerate(doc, 1) if isinstance(r, dict)]
+                return name, _imported(line_importer(pairs), [])
+        if name is None or importer is None:
+            raise InputError(_unknown_format_message(known_formats()), path=path)
+        return name, _imported(importer(doc), [])
+    events = list(read_stream(io.BytesIO(data)))
+    records = [e for e in events if not isinstance(e, BadLine)]
+    name = fmt or (detect([e.data for e in records[:50]]) if records else "canonical")
+    if name is None and len(records) == 1:
+        name = detect_document(records[0].data)
+        if name is not None and FORMATS[name].document_to_canonical is not None:
+            importer = FORMATS[name].document_to_canonical
+            assert importer is not None
+            return name, _imported(importer(records[0].data), [])
+    if name is None:
+        raise InputError(_unknown_format_message(known_formats()), path=path)
+    if name == "canonical":
+        return name, events
+    line_importer = FORMATS[name].to_canonical
+    if line_importer is None:
+        raise UsageError(f"--format {name} is a whole-document format, not JSON lines")
+    bad = [e for e in events if isinstance(e, BadLine)]
+    return name, _imported(line_importer((e.line or 0, e.data) for e in records), bad)
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _imported(dicts: Iterable[dict[str, Any]], bad: list[BadLine]) -> list[Event]:
+    events: list[Event] = [
+        event_from_dict(
+            d, None, d.get("sourceLine") if isinstance(d.get("sourceLine"), int) else None
+        )
+        for d in dicts
+    ]
+    return list(assign_turns(events)) + list(bad)
+
+
+def _unknown_format_message(known: list[str]) -> str:
+    return (
+        "unknown transcript format (not canonical compactctl JSONL nor one the importers "
+        f"know); known formats: {', '.join(known)}. Pass --format NAME if detection failed"
+    )
 
 
 @dataclass(frozen=True)
@@ -92,3 +175,397 @@ def inspect_totals(results: list[dict[str, Any]], report: Report) -> dict[str, A
         "findings": sum(len(r["findings"]) for r in results),
         "errors": [{"path": p, "message": e.message} for p, e in report.failures],
     }
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """Where a command that changes a transcript writes (DESIGN.md section 4, output modes).
+
+    Attributes:
+        output: ``-o`` target (a path or ``-``); ``None``: append in place (a file) or
+            stream to stdout (stdin input).
+        materialize: write the effective context instead of the log.
+        as_format: ``canonical`` or ``openai`` (Chat Completions messages), materialize only.
+        dry_run: report only.
+        check: report only; the CLI exits 1 if anything would change.
+        lock_timeout: seconds to wait for the transcript's lock.
+        tier: summary tier used by ``--materialize``.
+        fmt: the source format (``None``: detect).
+        db: the store path (``None``: ``COMPACTCTL_DB`` or the XDG state folder); ``""``
+            disables the store.
+    """
+
+    output: str | None = None
+    materialize: bool = False
+    as_format: str = "canonical"
+    dry_run: bool = False
+    check: bool = False
+    lock_timeout: float = 10.0
+    tier: str | None = None
+    fmt: str | None = None
+    db: str | None = None
+
+
+Planner = Callable[[list[Event], str], tuple[list[Event], dict[str, Any]]]
+"""``(events, path) -> (new events to append, report dict)``."""
+
+
+def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str, Any]:
+    """Run one transcript through a planner and write the result as ``out`` says.
+
+    - a file, no ``-o``: the new events are appended in place (``files.append_events``);
+    - ``-`` (stdin), no ``-o``: the input events (raw bytes) then the new ones, to stdout;
+    - ``-o TARGET``: the same stream written to TARGET (atomically; ``-`` is stdout);
+    - ``--materialize``: the effective context (canonical, or ``--as openai``) instead;
+    - ``--dry-run`` / ``--check``: nothing is written.
+
+    A foreign-format transcript is never appended to: it needs ``-o``.
+
+    Returns:
+        The planner's report plus ``format``, ``changed``, ``appended``, ``skipped``,
+        ``written`` (where the output went) and ``tornLine``.
+
+    Raises:
+        UsageError: a foreign file without ``-o``, or ``-o`` naming the input itself.
+        InputError, WriteError, LockTimeout: from reading and writing.
+    """
+    fmt, events = load(path, out.fmt)
+    new, report = planner(events, path)
+    result: dict[str, Any] = {
+        **report,
+        "path": path,
+        "format": fmt,
+        "changed": bool(new),
+        "appended": 0,
+        "skipped": 0,
+        "written": None,
+        "tornLine": False,
+    }
+    if out.dry_run or out.check:
+        return result
+    target = out.output
+    if target is not None and target != STDIN and path != STDIN and _same_file(path, target):
+        raise UsageError(
+            "-o names the input itself; omit -o to append in place (old bytes are kept)",
+            path=path,
+        )
+    if out.materialize:
+        view = replay(events + new, tier=out.tier)
+        lines = materialized_lines(view, out.as_format)
+        result["written"] = target or STDIN
+        write_output(target or STDIN, lines)
+        return result
+    if target is not None or path == STDIN:
+        dest = target or STDIN
+        write_output(dest, dump_events(events + new))
+        result["written"] = dest
+        result["appended"] = len(new)
+        return result
+    if fmt != "canonical":
+        raise UsageError(
+            f"is a {fmt} transcript; compactctl never appends to another agent's file. "
+            "Pass -o FILE (or -o -) to write canonical JSONL with the result",
+            path=path,
+        )
+    if new:
+        done = append_events(path, new, lock_timeout=out.lock_timeout)
+        result.update(
+            appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
+        )
+        result["changed"] = done.written > 0
+    return result
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def materialized_lines(view: list[Message], as_format: str) -> Iterator[bytes]:
+    """The effective context as JSONL: canonical messages, or OpenAI Chat Completions ones.
+
+    Raises:
+        UsageError: an unknown ``as_format``.
+    """
+    if as_format == "canonical":
+        return dump_events(view)
+    if as_format == "openai":
+        return (orjson.dumps(to_openai(m.data)) + b"\n" for m in view)
+    raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
+
+
+def to_openai(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A canonical message as an OpenAI Chat Completions message.
+
+    >>> to_openai({"role": "assistant", "content": "", "toolCalls": [
+    ...     {"id": "c1", "name": "bash", "arguments": {"command": "ls"}}]})["tool_calls"][0]
+    {'id': 'c1', 'type': 'function', 'function': {'name': 'bash', 'arguments': '{"command":"ls"}'}}
+    """
+    role = data.get("role")
+    content = data.get("content")
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "text":
+                parts.append({"type": "text", "text": p.get("text", "")})
+            elif p.get("type") == "image" and isinstance(p.get("data"), str):
+                url = f"data:{p.get('mediaType', 'image/png')};base64,{p['data']}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+        content = parts
+    msg: dict[str, Any] = {"role": role, "content": content}
+    calls = data.get("toolCalls")
+    if role == "assistant" and isinstance(calls, list) and calls:
+        msg["tool_calls"] = [
+            {
+                "id": c.get("id"),
+                "type": "function",
+                "function": {
+                    "name": c.get("name"),
+                    "arguments": c["arguments"]
+                    if isinstance(c.get("arguments"), str)
+                    else orjson.dumps(c.get("arguments", {})).decode(),
+                },
+            }
+            for c in calls
+            if isinstance(c, dict)
+        ]
+        if not content:
+            msg["content"] = None
+    if role == "tool":
+        msg["tool_call_id"] = data.get("toolCallId")
+        if data.get("toolName"):
+            msg["name"] = data["toolName"]
+    return msg
+
+
+def _open_store(db: str | None) -> Any:
+    """The SQLite store, or ``None`` when disabled (``db == ""``)."""
+    if db == "":
+        return None
+    from .store import Store, resolve_db_path
+
+    return Store.open(resolve_db_path(db))
+
+
+def record_run(
+    store: Any, result: Mapping[str, Any], command: str, *, rules: list[str] | None = None
+) -> None:
+    """Write the history row of a run that changed a transcript (issue 6: every command that
+    changes a transcript writes one)."""
+    if store is None or not result.get("changed"):
+        return
+    import time as _time
+
+    from .store import HistoryRow
+
+    summary = result.get("summary")
+    store.add_history(
+        HistoryRow(
+            session_key=str(result.get("sessionKey") or result["path"]),
+            path=str(result["path"]),
+            command=command,
+            messages_removed=int(summary.get("replaces", 0)) if isinstance(summary, dict) else 0,
+            dedup_groups=int(result.get("groups", 0) or 0),
+            rules_applied=list(rules or []),
+            tokens_before=int(result.get("tokensBefore", 0) or 0),
+            tokens_after=int(result.get("promptEstimate", result.get("tokensAfter", 0)) or 0),
+            duration_ms=int(result.get("durationMs", 0) or 0),
+            outcome="applied",
+            error=None,
+            created_at=_time.time(),
+        )
+    )
+
+
+def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
+    """``compact`` on one transcript: plan (micro, summary), write, record in the store.
+
+    Args:
+        path: a transcript or ``-``.
+        options: :class:`compactctl.compact.CompactOptions`.
+        out: where to write.
+
+    Raises:
+        SummarizerError: summarization failed (counted toward the 24-hour breaker); nothing
+            was written.
+        UsageError, InputError, WriteError, LockTimeout: as :func:`transform_path`.
+    """
+    import time as _time
+
+    from .compact import plan_compact
+
+    store = None if (out.dry_run or out.check) else _open_store(out.db)
+    try:
+
+        def breaker(key: str) -> bool:
+            return bool(store is not None and store.breaker_open(key, _time.time()))
+
+        def planner(events: list[Event], p: str) -> tuple[list[Event], dict[str, Any]]:
+            plan = plan_compact(events, options, path=p, breaker_open=breaker)
+            if plan.summary_failed is not None:
+                if store is not None:
+                    count = store.record_failure(plan.report["sessionKey"], p, _time.time())
+                    plan.summary_failed.message += f" (consecutive failures: {count})"
+                raise plan.summary_failed
+            return plan.events, plan.report
+
+        result = transform_path(path, planner, out)
+        if store is not None and result["changed"] and result.get("summary"):
+            store.record_success(result["sessionKey"], path, result["messages"], _time.time())
+        record_run(store, result, "compact")
+        return result
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _layer_path(
+    path: str,
+    out: OutputOptions,
+    command: str,
+    plan: Callable[[list[Event], TokenCounter], tuple[Event | None, dict[str, Any]]],
+    encoding: str | None,
+) -> dict[str, Any]:
+    import time as _time
+
+    from .model import SessionEvent
+    from .tokens import encoding_for_model
+
+    store = None if (out.dry_run or out.check) else _open_store(out.db)
+    try:
+
+        def planner(events: list[Event], p: str) -> tuple[list[Event], dict[str, Any]]:
+            started = _time.monotonic()
+            session = next((e for e in events if isinstance(e, SessionEvent)), None)
+            model = session.model if session else None
+            counter = TokenCounter(encoding or encoding_for_model(model))
+            event, report = plan(events, counter)
+            report["sessionKey"] = str(session.data.get("sessionId") or p) if session else p
+            report["tokenizer"] = counter.encoding_name
+            report["durationMs"] = int((_time.monotonic() - started) * 1000)
+            return ([event] if event is not None else []), report
+
+        result = transform_path(path, planner, out)
+        record_run(
+            store,
+            result,
+            command,
+            rules=sorted(result.get("rules", {})) if command == "rules" else None,
+        )
+        return result
+    finally:
+        if store is not None:
+            store.close()
+
+
+def rules_path(
+    path: str, options: Any, out: OutputOptions, encoding: str | None = None
+) -> dict[str, Any]:
+    """``rules`` on one transcript (:class:`compactctl.rules.RulesOptions`)."""
+    from .rules import plan_rules
+    from .timeutil import now_rfc3339
+
+    def plan(events: list[Event], counter: TokenCounter) -> tuple[Event | None, dict[str, Any]]:
+        event, report = plan_rules(events, options, timestamp=now_rfc3339(), counter=counter)
+        return event, report
+
+    return _layer_path(path, out, "rules", plan, encoding)
+
+
+def dedup_path(
+    path: str, options: Any, out: OutputOptions, encoding: str | None = None
+) -> dict[str, Any]:
+    """``dedup`` on one transcript (:class:`compactctl.dedup.DedupOptions`)."""
+    from .dedup import plan_dedup
+    from .timeutil import now_rfc3339
+
+    def plan(events: list[Event], counter: TokenCounter) -> tuple[Event | None, dict[str, Any]]:
+        return plan_dedup(events, options, timestamp=now_rfc3339(), counter=counter)
+
+    return _layer_path(path, out, "dedup", plan, encoding)
+
+
+def tiers_path(
+    path: str,
+    out: OutputOptions,
+    *,
+    tier: str = "auto",
+    encoding: str | None = None,
+    context_window: int | None = None,
+    model: str | None = None,
+) -> dict[str, Any]:
+    """``tiers`` on one transcript: a superseding SummaryEvent with L0/L1/L2, stored in SQLite.
+
+    Raises:
+        SummaryFormatError: a model rewrite was invalid (nothing appended).
+        UsageError, InputError, WriteError, LockTimeout: as :func:`transform_path`.
+    """
+    import time as _time
+
+    from .model import SessionEvent
+    from .tiers import plan_tiers
+    from .timeutil import now_rfc3339
+    from .tokens import context_window_for, encoding_for_model
+
+    store = None if (out.dry_run or out.check) else _open_store(out.db)
+    try:
+
+        def planner(events: list[Event], p: str) -> tuple[list[Event], dict[str, Any]]:
+            started = _time.monotonic()
+            session = next((e for e in events if isinstance(e, SessionEvent)), None)
+            smodel = session.model if session else None
+            counter = TokenCounter(encoding or encoding_for_model(smodel))
+            window = (
+                context_window
+                or (session.context_window if session else None)
+                or context_window_for(smodel)
+            )
+            summarizer = None
+            if model:
+                from .compact import CompactOptions, make_summarizer
+
+                summarizer = make_summarizer(CompactOptions(model=model), smodel)
+            event, report = plan_tiers(
+                events,
+                counter=counter,
+                timestamp=now_rfc3339(),
+                tier=tier,
+                context_window=window,
+                summarizer=summarizer,
+            )
+            report["sessionKey"] = str(session.data.get("sessionId") or p) if session else p
+            report["tokenizer"] = counter.encoding_name
+            report["durationMs"] = int((_time.monotonic() - started) * 1000)
+            report["messages"] = sum(1 for e in events if isinstance(e, Message))
+            if event is not None:
+                from .inspector import prompt_tokens
+
+                report["replaces"] = len(event.replaces)
+                report["tokensBefore"] = prompt_tokens(replay(events), counter)
+                report["promptEstimate"] = prompt_tokens(replay([*events, event]), counter)
+                report["_tierTexts"] = event.tiers
+            return ([event] if event is not None else []), report
+
+        result = transform_path(path, planner, out)
+        texts = result.pop("_tierTexts", None)
+        if store is not None and result["changed"] and texts:
+            store.save_tiers(
+                result["sessionKey"],
+                path,
+                result["summary"],
+                texts,
+                result["messages"],
+                int(result.get("replaces", 0)),
+                int(result.get("tokensBefore", 0)),
+                int(result.get("promptEstimate", 0)),
+                _time.time(),
+            )
+        record_run(store, result, "tiers")
+        return result
+    finally:
+        if store is not None:
+            store.close()

@@ -156,7 +156,7 @@ def plan_micro(
 
     Targets are tool messages of the effective context in turns older than
     ``current - keep_turns``, whose text eliding would shorten, from tools not in
-    ``preserve``, not pinned, and not already targeted by an earlier micro event.
+    ``preserve``, not pinned, and not already targeted by an earlier micro or dedup event.
 
     Args:
         events: the whole session (held in memory to replay it).
@@ -168,7 +168,12 @@ def plan_micro(
         ``None`` when nothing qualifies.
     """
     log = list(events)
-    done = {t for e in log if isinstance(e, CompactEvent) and e.mode == "micro" for t in e.targets}
+    done = {  # already elided, or already a pointer to a newer duplicate
+        t
+        for e in log
+        if isinstance(e, CompactEvent) and e.mode in {"micro", "dedup"}
+        for t in e.targets
+    }
     view = replay(log)
     targets = _micro_targets(view, params, done)
     if not targets:

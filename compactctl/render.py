@@ -109,3 +109,33 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
         if len(shown) < len(findings):
             lines.append(f"    ... {len(findings) - len(shown)} more (use -v or --json)")
     return "\n".join(lines) + "\n\n"
+
+
+def store_table(doc: dict[str, Any]) -> str:
+    """The human report of ``inspect --store`` (the same numbers as ``--json``)."""
+    lines = [
+        f"{doc['db']}  (schema {doc['schemaVersion']}), {doc['sessions']} sessions",
+        f"  tokens saved: {doc['tokensSaved']}",
+        "",
+    ]
+    per_day = doc.get("compactionsPerDay") or []
+    if per_day:
+        lines.append(
+            table(
+                ["day", "runs", "failed", "tokens saved"],
+                [[d["day"], d["runs"], d.get("failed", 0), d["tokensSaved"]] for d in per_day],
+            ).rstrip("\n")
+        )
+    else:
+        lines.append("  no runs in the period")
+    by_command = doc.get("byCommand") or {}
+    if by_command:
+        lines += ["", "  runs by command: " + ", ".join(f"{k} {v}" for k, v in by_command.items())]
+    breaker = doc.get("sessionsInBreaker") or []
+    lines += ["", f"  sessions in breaker state: {len(breaker)}"]
+    for b in breaker:
+        lines.append(
+            f"    {b['sessionKey']}  {b.get('path') or ''}  {b['failures']} failures, "
+            f"last {b['lastFailureAt']}"
+        )
+    return "\n".join(lines) + "\n"

@@ -102,9 +102,11 @@ def summary_message(event: SummaryEvent, tier: str | None = None) -> Message:
     Args:
         event: the SummaryEvent.
         tier: ``"L0"``, ``"L1"`` or ``"L2"`` to show that tier when the event has it;
-            ``None`` (or a tier it lacks) shows ``summaryText``.
+            ``None`` shows the tier the event selected (``selectedTier``, set by ``tiers``),
+            else ``summaryText``.
     """
-    text = event.tiers.get(tier, "") if tier else ""
+    chosen = tier or event.data.get("selectedTier")
+    text = event.tiers.get(chosen, "") if isinstance(chosen, str) else ""
     data: dict[str, Any] = {
         "type": "message",
         "uuid": event.uuid,

@@ -5,9 +5,27 @@ cd "$(dirname "$0")/.."
 BIN=.venv/bin
 DEMO=.demo
 rm -rf "$DEMO" && mkdir -p "$DEMO"
-cp fixtures/samples/small-s1.canonical.jsonl "$DEMO/session.jsonl"
+cp fixtures/samples/messy-s2.canonical.jsonl "$DEMO/session.jsonl"
+cp fixtures/samples/small-s1.canonical.jsonl "$DEMO/small.jsonl"
+cp fixtures/samples/small-s1.claude-code.jsonl "$DEMO/claude-session.jsonl"
 export COMPACTCTL_DB="$DEMO/compactctl.db"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; "$@"; }
 
+echo "== 1. What is in a long session (prompt estimate, biggest tool outputs, findings)"
 step $BIN/compactctl inspect "$DEMO/session.jsonl"
+
+echo "== 2. Compact it in place: micro compaction + an offline extractive summary"
+step $BIN/compactctl compact --force "$DEMO/session.jsonl"
+step $BIN/compactctl compact --force "$DEMO/session.jsonl"   # idempotent: appends nothing
+step $BIN/compactctl inspect --json "$DEMO/session.jsonl" --estimate \
+  | $BIN/python -c 'import json,sys; f=json.load(sys.stdin)["files"][0]; print("tokens", f["tokens"], "-> effective", f["effectiveTokens"], "| history:", [h.get("mode") or h.get("format") for h in f["history"]])'
+
+echo "== 3. The layers as a pipe: rules | dedup | compact, stdin to stdout"
+printf '\n\033[1m$ compactctl rules - < small.jsonl | compactctl dedup - | compactctl compact --force --materialize - > context.jsonl\033[0m\n'
+$BIN/compactctl rules - < "$DEMO/small.jsonl" | $BIN/compactctl dedup - \
+  | $BIN/compactctl compact --force --materialize - > "$DEMO/context.jsonl"
+echo "context.jsonl: $(wc -l < "$DEMO/context.jsonl") messages (from $(grep -c '"type":"message"' "$DEMO/small.jsonl"))"
+
+echo "== 4. A Claude Code session file: read as is, written as canonical JSONL with -o"
+step $BIN/compactctl compact --force -o "$DEMO/claude-compacted.jsonl" "$DEMO/claude-session.jsonl"

@@ -1,0 +1,565 @@
+"""``compact``: micro compaction, then summarization when a trigger fires (Layer 3).
+
+Sources: seed 003 (micro at 25% of the context window, summarization at 90% of the model's
+max input tokens, incremental after ``lastSummarizedTurnId``, 3 failures -> 24 h pause),
+seed 000 (keep_recent 10 messages with tool blocks whole, full_replace, max_summary_chars
+1200, manual/auto/reactive triggers, reactive retry once per run, compact_start /
+compact_done / compact_error events), DESIGN.md section 5.
+
+:func:`plan_compact` is the library entry: it takes one session's events and returns the
+events to append (a micro CompactEvent and/or a SummaryEvent) with a report. It writes
+nothing; the caller appends (``commands.transform_path``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import uuid as uuidlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .errors import SummarizerError, UsageError
+from .inspector import prompt_tokens
+from .micro import NAMESPACE, MicroParams, plan_micro
+from .model import Event, Message, SessionEvent, SummaryEvent, event_from_dict, is_real_user
+from .redact import redact
+from .replay import View, replay, tool_block_keys
+from .summarizers import Summarizer, SummaryRequest, SummaryResult
+from .timeutil import now_rfc3339
+from .tokens import TokenCounter, context_window_for, encoding_for_model, message_payload
+
+__all__ = [
+    "CompactOptions",
+    "CompactPlan",
+    "make_summarizer",
+    "plan_compact",
+    "select_span",
+    "user_constraints",
+]
+
+DEFAULT_PIN_PATTERNS: tuple[str, ...] = (
+    r"<user_instructions>",
+    r"(?m)^#+ *(?:AGENTS|CLAUDE)\.md\b",
+    r"Contents of \S*(?:AGENTS|CLAUDE)\.md",
+)
+"""Regexes marking instruction-file contents (AGENTS.md, CLAUDE.md) as pinned."""
+
+SECTIONS_MAX_CHARS = 12000
+"""Default budget of a ``sections`` summary in chars: about the 3000 tokens of tier L2
+(seed 001) at 4 chars per token."""
+
+TASK_STATE_MAX_CHARS = 1200
+"""Default budget of a task-state display summary in chars (seed 000 max_summary_chars)."""
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    """Options of ``compact`` (token counts in tokens, sizes in chars, ratios 0..1).
+
+    Attributes:
+        force: run micro compaction and summarization whatever the triggers say (manual).
+        reactive: the caller got a context-length error from its model: compact now and
+            record ``triggerMode: "reactive"`` (seed 000).
+        micro_only: run micro compaction alone.
+        micro_enabled: run micro compaction at all.
+        micro: micro compaction parameters.
+        micro_trigger: micro runs when the prompt estimate passes this share of the context
+            window (seed 003: 0.25).
+        summary_trigger: summarization runs past this share of the model's max input tokens
+            (seed 003: 0.9).
+        input_token_threshold: an absolute trigger in tokens (seed 000 auto_compact,
+            100000 there), used alongside the ratio.
+        strategy: ``keep_recent`` or ``full_replace`` (seed 000).
+        keep_recent: messages kept verbatim by keep_recent (seed 000: 10).
+        format: ``sections`` or ``task-state``.
+        max_summary_chars: summary budget in chars; ``None`` = 12000 for sections, 1200 for
+            the task-state display summary.
+        model: ``None`` or ``"extractive"`` for the built-in summarizer, ``"session"`` for
+            the model the transcript records, or a litellm model name.
+        instructions: the user's focus, added to the prompt.
+        pin_patterns: regexes; user/system messages matching one are never summarized.
+        redact: redact secrets from text given to the summarizer.
+        min_saving: a compaction saving less than this share of tokens appends nothing.
+        context_window: overrides the session's and litellm's context window, in tokens.
+        encoding: tiktoken encoding (``None``: by model; ``"estimate"``: chars-based).
+        timeout, num_retries, completion_kwargs: passed to the litellm summarizer.
+        emit_events: print compact_start / compact_done / compact_error JSON lines on stderr.
+    """
+
+    force: bool = False
+    reactive: bool = False
+    micro_only: bool = False
+    micro_enabled: bool = True
+    micro: MicroParams = field(default_factory=MicroParams)
+    micro_trigger: float = 0.25
+    summary_trigger: float = 0.9
+    input_token_threshold: int | None = None
+    strategy: str = "keep_recent"
+    keep_recent: int = 10
+    format: str = "sections"
+    max_summary_chars: int | None = None
+    model: str | None = None
+    instructions: str = ""
+    pin_patterns: tuple[str, ...] = DEFAULT_PIN_PATTERNS
+    redact: bool = True
+    min_saving: float = 0.05
+    context_window: int | None = None
+    encoding: str | None = None
+    timeout: float = 120.0
+    num_retries: int = 2
+    completion_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    emit_events: bool = False
+
+    def __post_init__(self) -> None:
+        if self.strategy not in {"keep_recent", "full_replace"}:
+            raise UsageError(f"unknown strategy {self.strategy!r}; use keep_recent or full_replace")
+        if self.format not in {"sections", "task-state"}:
+            raise UsageError(f"unknown format {self.format!r}; use sections or task-state")
+        if self.keep_recent < 0:
+            raise UsageError("keep_recent must be 0 or more")
+
+    @property
+    def summary_budget(self) -> int:
+        """The summary budget in chars for the chosen format."""
+        if self.max_summary_chars is not None:
+            return self.max_summary_chars
+        return SECTIONS_MAX_CHARS if self.format == "sections" else TASK_STATE_MAX_CHARS
+
+
+@dataclass
+class CompactPlan:
+    """The outcome of :func:`plan_compact`.
+
+    Attributes:
+        events: the events to append (possibly empty).
+        report: the per-file report: ``didCompress``, ``released`` (tokens freed),
+            ``promptEstimate`` (tokens after), ``tokensBefore``, ``charsBefore``,
+            ``charsAfter``, ``trigger``, ``micro`` and ``summary`` details, ``reason`` when
+            nothing was done, ``sessionKey``.
+        summary_failed: a summarizer error, when summarization was attempted and failed.
+    """
+
+    events: list[Event]
+    report: dict[str, Any]
+    summary_failed: SummarizerError | None = None
+
+
+def make_summarizer(opts: CompactOptions, session_model: str | None) -> Summarizer:
+    """The summarizer the options ask for (litellm is not imported here).
+
+    Raises:
+        UsageError: ``--model session`` on a transcript that records no model.
+    """
+    name = opts.model
+    if name == "session":
+        if not session_model:
+            raise UsageError("--model session: the transcript records no model; pass --model NAME")
+        name = session_model
+    if not name or name == "extractive":
+        from .summarizers.extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer()
+    from .summarizers.litellm import LiteLLMSummarizer
+
+    return LiteLLMSummarizer(
+        name,
+        timeout=opts.timeout,
+        num_retries=opts.num_retries,
+        completion_kwargs=opts.completion_kwargs,
+    )
+
+
+_CONSTRAINT = re.compile(
+    r"(?i)\b(?:do not|don't|never|must|keep|without|always|only|avoid|no new|not allowed)\b"
+    r"|不要|必须|不得|禁止|保持|不能"
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+
+
+def user_constraints(texts: Iterable[str], limit: int = 20) -> list[str]:
+    """Sentences of user messages that state a constraint ("do not...", "must", "keep...").
+
+    Each is kept verbatim (at most 300 chars), first occurrence first, at most ``limit``.
+
+    >>> user_constraints(["Fix it. Do not add new dependencies. Thanks!"])
+    ['Do not add new dependencies.']
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for text in texts:
+        for sentence in _SENTENCE.split(text):
+            s = sentence.strip().lstrip("-*• ").strip()
+            if s and len(s) <= 300 and _CONSTRAINT.search(s) and s.lower() not in seen:
+                seen.add(s.lower())
+                out.append(s)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def _pinned(m: Message, first_user: str | None, patterns: Sequence[re.Pattern[str]]) -> bool:
+    if m.pinned or m.role == "system" or (first_user is not None and m.uuid == first_user):
+        return True
+    if m.role in {"user", "system"} and patterns:
+        text = m.text
+        return any(p.search(text) for p in patterns)
+    return False
+
+
+def select_span(
+    view: View,
+    *,
+    strategy: str,
+    keep_recent: int,
+    first_user: str | None,
+    patterns: Sequence[re.Pattern[str]] = (),
+) -> list[Message]:
+    """The messages of the effective context a summary replaces (in order).
+
+    keep_recent keeps the newest ``keep_recent`` messages, extended back so no tool block is
+    split and so the newest turn is always kept whole; full_replace takes every message.
+    Pinned messages (system, the first user message, ``pinned: true``, pin patterns) and
+    the earlier summary are never in the span.
+    """
+    if strategy == "full_replace":
+        start = len(view)
+    else:
+        start = max(0, len(view) - keep_recent)
+        blocks = tool_block_keys(view)
+        index = {m.uuid: i for i, m in enumerate(view)}
+        if start < len(view):
+            key = blocks.get(view[start].uuid or "")
+            if key is not None and key in index:
+                start = min(start, index[key])
+        last_turn = max((m.turn or 0 for m in view if "summaryOf" not in m.data), default=0)
+        for i, m in enumerate(view):
+            if "summaryOf" not in m.data and (m.turn or 0) == last_turn and m.role == "user":
+                start = min(start, i)
+                break
+    return [
+        m
+        for m in view[:start]
+        if "summaryOf" not in m.data and not _pinned(m, first_user, patterns)
+    ]
+
+
+def _redacted(data: Mapping[str, Any]) -> dict[str, Any]:
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    out = dict(data)
+    for key in ("content", "toolCalls"):
+        if key in out:
+            out[key] = walk(out[key])
+    return out
+
+
+def _chunks(messages: list[dict[str, Any]], budget: int, counter: TokenCounter) -> list[list[Any]]:
+    """Split messages into runs of at most ``budget`` tokens, never inside a tool block."""
+    units: list[list[dict[str, Any]]] = []
+    for m in messages:
+        if m.get("role") == "tool" and units:
+            units[-1].append(m)
+        else:
+            units.append([m])
+    chunks: list[list[dict[str, Any]]] = [[]]
+    used = 0
+    for unit in units:
+        n = sum(counter.count(message_payload(m)) for m in unit)
+        if chunks[-1] and used + n > budget:
+            chunks.append([])
+            used = 0
+        chunks[-1].extend(unit)
+        used += n
+    return [c for c in chunks if c]
+
+
+def _emit(enabled: bool, name: str, payload: Mapping[str, Any]) -> None:
+    if enabled:
+        sys.stderr.buffer.write(orjson.dumps({"event": name, **payload}) + b"\n")
+        sys.stderr.flush()
+
+
+def _chars(view: Iterable[Message]) -> int:
+    return sum(len(message_payload(m.data)) for m in view)
+
+
+def plan_compact(
+    events: Iterable[Event],
+    opts: CompactOptions,
+    *,
+    path: str = "-",
+    summarizer: Summarizer | None = None,
+    breaker_open: Callable[[str], bool] | None = None,
+    now: Callable[[], str] = now_rfc3339,
+) -> CompactPlan:
+    """Decide the compaction of one session: what to append, and the numbers.
+
+    Args:
+        events: the session's events in file order (held in memory).
+        opts: the options.
+        path: the transcript path, for reports and events.
+        summarizer: overrides :func:`make_summarizer` (tests, library users).
+        breaker_open: ``session_key -> bool``; True skips summarization (the 24-hour
+            breaker after 3 consecutive failures, kept in the store) unless ``force``.
+        now: the clock, returning RFC 3339 UTC.
+
+    Returns:
+        A :class:`CompactPlan`. When summarization fails the plan has no events (nothing
+        is appended) and ``summary_failed`` holds the error.
+
+    Raises:
+        UsageError: bad options (e.g. ``--model session`` without a recorded model).
+    """
+    started = time.monotonic()
+    log = list(events)
+    session = next((e for e in log if isinstance(e, SessionEvent)), None)
+    session_model = session.model if session else None
+    session_key = str(session.data.get("sessionId") or path) if session else path
+    counter = TokenCounter(opts.encoding or encoding_for_model(session_model))
+    window = (
+        opts.context_window
+        or (session.context_window if session else None)
+        or context_window_for(session_model)
+    )
+    view = replay(log)
+    before = prompt_tokens(view, counter)
+    chars_before = _chars(view)
+    trigger = "reactive" if opts.reactive else ("manual" if opts.force else "auto")
+    manual = opts.force or opts.reactive
+    report: dict[str, Any] = {
+        "path": path,
+        "sessionKey": session_key,
+        "messages": sum(1 for e in log if isinstance(e, Message)),
+        "didCompress": False,
+        "released": 0,
+        "promptEstimate": before,
+        "tokensBefore": before,
+        "charsBefore": chars_before,
+        "charsAfter": chars_before,
+        "contextWindow": window,
+        "tokenizer": counter.encoding_name,
+        "trigger": None,
+        "micro": None,
+        "summary": None,
+        "reason": None,
+    }
+    base = {"transcript_id": session_key, "transcript_path": path}
+    new: list[Event] = []
+    reasons: list[str] = []
+
+    # 1. micro compaction
+    if opts.micro_enabled:
+        micro_fires = manual or (window is not None and before > opts.micro_trigger * window)
+        if micro_fires:
+            event = plan_micro(log, opts.micro, timestamp=now())
+            if event is not None:
+                new.append(event)
+                report["micro"] = {"uuid": event.uuid, "targets": len(event.data["targets"])}
+            else:
+                reasons.append("no tool output old and long enough for micro compaction")
+        elif window is None:
+            reasons.append("no context window known (pass --context-window, or --force)")
+        else:
+            reasons.append(
+                f"prompt estimate {before} tokens is under {opts.micro_trigger:.0%} of the "
+                f"{window}-token window"
+            )
+
+    # 2. summarization
+    failed: SummarizerError | None = None
+    if not opts.micro_only:
+        work = log + new
+        view2 = replay(work)
+        mid = prompt_tokens(view2, counter)
+        fires = manual or (
+            (window is not None and mid > opts.summary_trigger * window)
+            or (opts.input_token_threshold is not None and mid > opts.input_token_threshold)
+        )
+        if not fires:
+            reasons.append(
+                f"prompt estimate {mid} tokens is under the summarization trigger "
+                + (f"({opts.summary_trigger:.0%} of {window})" if window else "(no window known)")
+            )
+        elif breaker_open is not None and not manual and breaker_open(session_key):
+            reasons.append("3 consecutive summarization failures: paused for 24 hours")
+        else:
+            _emit(opts.emit_events, "compact_start", {**base, "trigger_mode": trigger})
+            try:
+                summary = _summarize(
+                    log, work, view2, opts, trigger, summarizer, session_model, counter, now
+                )
+            except SummarizerError as exc:
+                failed = exc
+                _emit(
+                    opts.emit_events,
+                    "compact_error",
+                    {**base, "trigger_mode": trigger, "error": str(exc)},
+                )
+                summary = None
+                new = []
+            if summary is not None:
+                new.append(summary)
+                trigger = summary.data["triggerMode"]
+                report["summary"] = {
+                    "uuid": summary.uuid,
+                    "replaces": len(summary.replaces),
+                    "model": summary.data["model"],
+                    "format": summary.data["format"],
+                    "triggerMode": trigger,
+                }
+            elif failed is None:
+                reasons.append("nothing to summarize: every message is recent or pinned")
+
+    # 3. the saving, and the 5% rule
+    after_view = replay(log + new)
+    after = prompt_tokens(after_view, counter)
+    chars_after = _chars(after_view)
+    if new and before and (before - after) / before < opts.min_saving:
+        reasons.append(
+            f"would save only {before - after} of {before} tokens "
+            f"(< {opts.min_saving:.0%}); nothing appended"
+        )
+        new, after, chars_after = [], before, chars_before
+        report["micro"] = report["summary"] = None
+    for e in new:
+        if isinstance(e, SummaryEvent):
+            e.data["stats"] = {
+                "tokensBefore": before,
+                "tokensAfter": after,
+                "charsBefore": chars_before,
+                "charsAfter": chars_after,
+                "messagesReplaced": len(e.replaces),
+            }
+    report.update(
+        didCompress=bool(new),
+        released=before - after,
+        promptEstimate=after,
+        charsAfter=chars_after,
+        trigger=trigger if new else None,
+        reason=None if new else ("; ".join(reasons) or "nothing to do"),
+        durationMs=int((time.monotonic() - started) * 1000),
+    )
+    if failed is None and report["summary"] is not None:
+        saved = (chars_before - chars_after) / chars_before if chars_before else 0.0
+        _emit(
+            opts.emit_events,
+            "compact_done",
+            {
+                **base,
+                "applied": bool(new),
+                "before_chars": chars_before,
+                "after_chars": chars_after,
+                "saved_ratio": round(saved, 4),
+                "trigger_mode": trigger,
+            },
+        )
+    return CompactPlan(new, report, failed)
+
+
+def _summarize(
+    log: list[Event],
+    work: list[Event],
+    view: View,
+    opts: CompactOptions,
+    trigger: str,
+    summarizer: Summarizer | None,
+    session_model: str | None,
+    counter: TokenCounter,
+    now: Callable[[], str],
+) -> SummaryEvent | None:
+    first_user = next(
+        (e.uuid for e in log if isinstance(e, Message) and is_real_user(e.data)), None
+    )
+    patterns = [re.compile(p) for p in opts.pin_patterns]
+    span = select_span(
+        view,
+        strategy=opts.strategy,
+        keep_recent=opts.keep_recent,
+        first_user=first_user,
+        patterns=patterns,
+    )
+    if not span:
+        return None
+    prior_msg = next((m for m in reversed(view) if "summaryOf" in m.data), None)
+    prior_event = None
+    if prior_msg is not None:
+        prior_event = next(
+            (e for e in work if isinstance(e, SummaryEvent) and e.uuid == prior_msg.uuid), None
+        )
+    prior = SummaryResult.from_event(prior_event.data) if prior_event else None
+    originals = {e.uuid: e for e in log if isinstance(e, Message)}
+    messages = []
+    for m in span:
+        original = dict(originals.get(m.uuid, m).data)
+        original.setdefault("turnId", m.turn)
+        messages.append(_redacted(original) if opts.redact else original)
+    users = [e.text for e in log if isinstance(e, Message) and is_real_user(e.data)]
+    constraints = user_constraints(users)
+    if opts.redact:
+        constraints = [redact(c) for c in constraints]
+    engine = summarizer or make_summarizer(opts, session_model)
+
+    def request(msgs: list[dict[str, Any]], prior_state: SummaryResult | None) -> SummaryRequest:
+        return SummaryRequest(
+            messages=msgs,
+            prior=prior_state,
+            format=opts.format,  # type: ignore[arg-type]
+            max_chars=opts.summary_budget,
+            instructions=redact(opts.instructions) if opts.redact else opts.instructions,
+            pinned_constraints=constraints,
+        )
+
+    from .summarizers.litellm import ContextTooLong
+
+    try:
+        result = engine.summarize(request(messages, prior))
+    except ContextTooLong:
+        # reactive retry, once per run: summarize in chunks that fit, chaining the state
+        window = context_window_for(engine.name) or max(
+            1000, sum(counter.count(message_payload(m)) for m in messages) // 2
+        )
+        state = prior
+        for chunk in _chunks(messages, max(500, window // 2), counter):
+            try:
+                state = engine.summarize(request(chunk, state))
+            except ContextTooLong as exc:
+                raise SummarizerError(f"{exc}; the reactive retry in chunks failed too") from exc
+        assert state is not None
+        result = state
+        trigger = "reactive"
+    replaces = ([prior_event.uuid] if prior_event and prior_event.uuid else []) + [
+        m.uuid for m in span if m.uuid
+    ]
+    key = orjson.dumps(
+        {"replaces": replaces, "format": result.format, "model": result.model},
+        option=orjson.OPT_SORT_KEYS,
+    ).decode()
+    data: dict[str, Any] = {
+        "type": "summary",
+        "uuid": str(uuidlib.uuid5(NAMESPACE, "summary:" + key)),
+        "replaces": replaces,
+        "summaryText": result.text,
+        "lastSummarizedTurnId": max(m.turn or 0 for m in span),
+        "format": result.format,
+        "model": result.model,
+        "triggerMode": trigger,
+        "strategy": opts.strategy,
+        "timestamp": now(),
+    }
+    if result.task_state is not None:
+        data["taskState"] = dict(result.task_state)
+    event = event_from_dict(data)
+    assert isinstance(event, SummaryEvent)
+    return event

@@ -1,0 +1,226 @@
+"""Claude Code session files (``~/.claude/projects/<project>/<sessionId>.jsonl``) -> canonical.
+
+Source: FORMATS.md section 1. Input is ``(line_number, record)`` pairs of one session file;
+output is canonical event dicts (DESIGN.md section 3), each with ``sourceLine``.
+
+The file is a tree, not a list, so the whole session is held in memory (one dict per line,
+as parsed by the caller) while the current branch is found; events are then yielded.
+
+Mapping:
+
+- ``session`` first: ``sessionId``, ``model`` (first assistant ``message.model``), ``cwd``,
+  ``version``, ``gitBranch`` of the first record that has them.
+- The current branch: the leaf is the ``leafUuid`` of the last ``last-prompt`` record; if
+  conversation records were written after that ``last-prompt`` and descend from its leaf (a
+  turn still running), the newest of them; without a usable ``last-prompt``, the newest
+  non-sidechain ``user``/``assistant``/``system`` record. From the leaf we follow
+  ``parentUuid`` to the root; a ``compact_boundary`` (``parentUuid: null``) continues through
+  ``logicalParentUuid``, so messages before a compaction are kept and replaced by a summary.
+- Dangling parents (a ``parentUuid`` naming a record that was never written): the walk
+  continues with the conversation record just before the orphan in file order (the lines
+  in between were dropped), and the orphan's event gets ``danglingParentUuid`` (unless the
+  orphan is a later line of an assistant response already merged into an earlier event).
+- ``assistant`` lines are merged by ``message.id`` (see :class:`ClaudeBuilder`); lines with
+  ``isApiErrorMessage`` are synthetic (never sent to the model): ``foreign``.
+- ``user`` prompts start turns; ``isMeta`` or tag-wrapped injected text (``<system-reminder>``,
+  ``<command-name>``, ...) are ``user`` messages with ``isMeta: true`` in the current turn;
+  ``tool_result`` blocks are ``tool`` messages; images become image parts.
+- ``system`` ``compact_boundary`` + the ``isCompactSummary`` user line: one ``summary`` event
+  (``model: "claude-code"``, ``triggerMode`` from ``compactMetadata.trigger``, ``stats.preTokens``)
+  replacing every message before it on the branch (and the previous summary).
+- Everything else is ``foreign`` (``sourceType`` = the record type): metadata records
+  (``file-history-snapshot``, ``last-prompt``, ``queue-operation``, title ``summary``, ...),
+  ``attachment`` and ``progress`` records on the branch, other ``system`` subtypes
+  (``microcompact_boundary`` included), unknown types. Records of abandoned branches are
+  ``foreign`` with ``sourceType: "branch"`` and sidechain (subagent) records ``foreign`` with
+  ``sourceType: "sidechain"``; both carry ``recordType``. Foreign events sit at their
+  position in the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ._claude import ClaudeBuilder
+from ._common import JSON, Uuids, foreign, merge_by_line, stable_uuid
+
+SOURCE = "claude-code"
+CONVERSATION_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+LEAF_TYPES = frozenset({"user", "assistant", "system"})
+
+
+def _leaf(
+    records: list[tuple[int, JSON]],
+    by_uuid: dict[str, int],
+    order: list[int],
+) -> int | None:
+    """Index of the leaf record of the current branch (see the module docstring)."""
+    newest = next((i for i in reversed(order) if records[i][1].get("type") in LEAF_TYPES), None)
+    prompt_at = None
+    leaf_uuid = None
+    for i in range(len(records) - 1, -1, -1):
+        rec = records[i][1]
+        if rec.get("type") == "last-prompt" and isinstance(rec.get("leafUuid"), str):
+            prompt_at, leaf_uuid = i, rec["leafUuid"]
+            break
+    if leaf_uuid is None or leaf_uuid not in by_uuid:
+        return newest
+    leaf = by_uuid[leaf_uuid]
+    if newest is None or prompt_at is None or newest < prompt_at:
+        return leaf
+    # records written after the last-prompt: use the newest one if it extends the leaf
+    cur: int | None = newest
+    seen: set[int] = set()
+    while cur is not None and cur not in seen:
+        if cur == leaf:
+            return newest
+        seen.add(cur)
+        parent = records[cur][1].get("parentUuid")
+        cur = by_uuid.get(parent) if isinstance(parent, str) else None
+    return leaf
+
+
+def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int, str]]:
+    """Indexes (into ``records``) of the current branch, root first, and dangling parents.
+
+    Returns ``(path, dangling)`` where ``dangling`` maps the index of a record whose parent
+    was missing to that parent's uuid.
+    """
+    by_uuid: dict[str, int] = {}
+    order: list[int] = []
+    for i, (_, rec) in enumerate(records):
+        uid = rec.get("uuid")
+        if (
+            rec.get("type") in CONVERSATION_TYPES
+            and isinstance(uid, str)
+            and not rec.get("isSidechain")
+        ):
+            by_uuid.setdefault(uid, i)
+            order.append(i)
+    position = {idx: pos for pos, idx in enumerate(order)}
+    leaf = _leaf(records, by_uuid, order)
+    path: list[int] = []
+    dangling: dict[int, str] = {}
+    seen: set[int] = set()
+    cur = leaf
+    while cur is not None and cur not in seen:
+        seen.add(cur)
+        path.append(cur)
+        rec = records[cur][1]
+        parent = rec.get("parentUuid")
+        if parent is None and rec.get("subtype") == "compact_boundary":
+            parent = rec.get("logicalParentUuid")
+        if not isinstance(parent, str):
+            break
+        nxt = by_uuid.get(parent)
+        if nxt is None:
+            dangling[cur] = parent
+            pos = position[cur] - 1
+            while pos >= 0 and order[pos] in seen:
+                pos -= 1
+            nxt = order[pos] if pos >= 0 else None
+        cur = nxt
+    path.reverse()
+    return path, dangling
+
+
+def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:
+    session_id = None
+    line = None
+    first: JSON = {}
+    for ln, rec in records:
+        if isinstance(rec.get("sessionId"), str):
+            session_id = rec["sessionId"]
+            line = ln
+            first = rec
+            break
+    model = None
+    for i in path:
+        message = records[i][1].get("message")
+        if records[i][1].get("type") == "assistant" and isinstance(message, dict):
+            model = message.get("model")
+            if isinstance(model, str) and model != "<synthetic>":
+                break
+            model = None
+    if session_id is None and model is None:
+        return None
+    timestamp = next(
+        (r["timestamp"] for _, r in records if isinstance(r.get("timestamp"), str)), None
+    )
+    event: JSON = {
+        "type": "session",
+        "uuid": stable_uuid(SOURCE, "session", session_id or ""),
+        "sessionId": session_id,
+        "model": model,
+        "source": SOURCE,
+    }
+    for key in ("cwd", "version", "gitBranch"):
+        if isinstance(first.get(key), str):
+            event[key] = first[key]
+    if timestamp is not None:
+        event["timestamp"] = timestamp
+    if line is not None:
+        event["sourceLine"] = line
+    return {k: v for k, v in event.items() if v is not None}
+
+
+def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """Convert one Claude Code session file to canonical events (see the module docstring).
+
+    Args:
+        records: ``(line_number, parsed_record)`` pairs in file order; non-dict records and
+            malformed lines are the caller's business (skip them before calling).
+
+    Yields:
+        The ``session`` event, then messages, summaries and ``foreign`` events, each with
+        ``sourceLine``. Memory: the whole session (the parent tree needs it).
+    """
+    recs = [(ln, r) for ln, r in records if isinstance(r, dict)]
+    path, dangling = current_branch(recs)
+    uuids = Uuids()
+    session = _session(recs, path)
+    if session is not None:
+        session["uuid"] = uuids.take(session["uuid"])
+        yield session
+    builder = ClaudeBuilder(SOURCE, uuids)
+    on_path = set(path)
+    for idx in path:
+        line, rec = recs[idx]
+        kind = rec.get("type")
+        if kind == "assistant":
+            if rec.get("isApiErrorMessage"):
+                builder.add_foreign(rec, line, "assistant", reason="apiError")
+            else:
+                builder.assistant(rec, line)
+        elif kind == "user":
+            builder.user(rec, line)
+        elif kind == "system" and rec.get("subtype") == "compact_boundary":
+            builder.boundary(rec, line)
+        else:
+            builder.add_foreign(rec, line, str(kind))
+    conversation = builder.finish()
+    dangling_at = {recs[i][0]: parent for i, parent in dangling.items()}
+    for event in conversation:
+        at = event.get("sourceLine")
+        if isinstance(at, int) and at in dangling_at:
+            event["danglingParentUuid"] = dangling_at.pop(at)
+    aside: list[JSON] = []
+    for i, (line, rec) in enumerate(recs):
+        if i in on_path:
+            continue
+        kind = str(rec.get("type", "untyped"))
+        uid = rec.get("uuid")
+        uid = uuids.take(uid if isinstance(uid, str) else stable_uuid(SOURCE, line), line)
+        ts = rec.get("timestamp")
+        if not isinstance(ts, str):
+            snap = rec.get("snapshot")
+            ts = snap.get("timestamp") if isinstance(snap, dict) else None
+        if kind in CONVERSATION_TYPES and isinstance(rec.get("uuid"), str):
+            source_type = "sidechain" if rec.get("isSidechain") else "branch"
+            aside.append(
+                foreign(source_type, uid, line, ts, recordType=kind, agentId=rec.get("agentId"))
+            )
+        else:
+            aside.append(foreign(kind, uid, line, ts, subtype=rec.get("subtype")))
+    yield from merge_by_line(conversation, aside)

@@ -1,0 +1,877 @@
+"""The one SQLite database: tiered summaries, compaction state (the breaker), run history.
+
+Location (:func:`resolve_db_path`): ``--db PATH``, else ``$COMPACTCTL_DB``, else
+``<user state dir>/compactctl/compactctl.db`` (``platformdirs``: on Linux
+``$XDG_STATE_HOME/compactctl/compactctl.db``). The parent folder is created on open.
+
+Concurrency: the database runs in WAL mode with a 5 s ``busy_timeout``; every write is one
+``BEGIN IMMEDIATE`` transaction, retried with exponential backoff while SQLite answers
+"database is locked/busy", so several processes (``--jobs``, cron, a CI matrix) may write
+at once. Reads take a snapshot (``BEGIN``) and never block writers.
+
+Schema: numbered, append-only migrations (:data:`MIGRATIONS`, like simonw/llm's named
+migrations): each runs in its own transaction, sets ``PRAGMA user_version`` to its number and
+records its name and time in the ``migrations`` table. Never edit a released migration: add
+the next one.
+
+Times: every time column holds **unix seconds (UTC) as REAL**; the API takes and returns
+seconds as ``float``. Only :meth:`Store.report` formats times, as RFC 3339 UTC text.
+Token counts are tokens (tiktoken), durations are milliseconds.
+
+The tables adapt seed 001 (the Go compactor's ``compactor.db``): ``tiered_summaries`` (one
+row per session, upserted), ``compaction_state`` (incremental index and failure tracking)
+and ``compaction_history`` (one row per run, for ``inspect --db``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+from .errors import InputError, LockTimeout, UsageError, WriteError
+
+__all__ = [
+    "BREAKER_FAILURES",
+    "BREAKER_SECONDS",
+    "MIGRATIONS",
+    "OUTCOMES",
+    "SCHEMA_VERSION",
+    "HistoryRow",
+    "Store",
+    "migrate",
+    "resolve_db_path",
+]
+
+T = TypeVar("T")
+
+#: Consecutive failures after which a session gets no summarization attempt (seed 000/003:
+#: "连续 3 次失败后停止 24 小时 TTL 后重置", stop after 3 consecutive failures, reset after 24 h).
+BREAKER_FAILURES: Final = 3
+#: Seconds the breaker stays open after the last failure; after that the count starts over.
+BREAKER_SECONDS: Final = 86_400
+
+#: Milliseconds SQLite itself waits for a lock before answering "database is locked".
+BUSY_TIMEOUT_MS: Final = 5_000
+#: Attempts of one transaction on "locked/busy" (each after SQLite's own busy wait).
+RETRY_ATTEMPTS: Final = 8
+#: First backoff between attempts, in seconds; doubles each time, capped, with jitter.
+RETRY_BACKOFF_S: Final = 0.05
+RETRY_BACKOFF_MAX_S: Final = 2.0
+
+#: The values of ``compaction_history.outcome``.
+OUTCOMES: Final = ("applied", "noop", "failed")
+
+#: ``(version, name, SQL)``, applied in order. Append only.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "initial",
+        """
+        CREATE TABLE tiered_summaries (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_key TEXT NOT NULL UNIQUE,
+            path TEXT NOT NULL,
+            summary_uuid TEXT,
+            l0 TEXT NOT NULL,
+            l1 TEXT NOT NULL,
+            l2 TEXT NOT NULL,
+            messages_before INTEGER NOT NULL,
+            messages_summarized INTEGER NOT NULL,
+            tokens_before INTEGER NOT NULL,
+            tokens_after INTEGER NOT NULL,
+            compression_ratio REAL NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE compaction_state (
+            session_key TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            last_message_index INTEGER,
+            last_compaction_at REAL,
+            total_compactions INTEGER NOT NULL DEFAULT 0,
+            consecutive_failures INTEGER NOT NULL DEFAULT 0,
+            last_failure_at REAL
+        );
+        CREATE TABLE compaction_history (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_key TEXT NOT NULL,
+            path TEXT NOT NULL,
+            command TEXT NOT NULL,
+            messages_removed INTEGER NOT NULL DEFAULT 0,
+            dedup_groups INTEGER NOT NULL DEFAULT 0,
+            rules_applied TEXT NOT NULL DEFAULT '[]',
+            tokens_before INTEGER NOT NULL DEFAULT 0,
+            tokens_after INTEGER NOT NULL DEFAULT 0,
+            duration_ms INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX idx_history_session ON compaction_history(session_key);
+        """,
+    ),
+    (
+        2,
+        "history_outcome_error",
+        """
+        ALTER TABLE compaction_history ADD COLUMN outcome TEXT NOT NULL DEFAULT 'applied'
+            CHECK (outcome IN ('applied', 'noop', 'failed'));
+        ALTER TABLE compaction_history ADD COLUMN error TEXT;
+        CREATE INDEX idx_history_created_at ON compaction_history(created_at);
+        """,
+    ),
+]
+
+#: The version a fully migrated database has.
+SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
+
+_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    applied_at REAL NOT NULL
+)
+"""
+
+
+def resolve_db_path(flag: str | None) -> Path:
+    """Where the database lives: ``--db``, else ``$COMPACTCTL_DB``, else the state dir.
+
+    Args:
+        flag: the ``--db`` value, or ``None`` when not given.
+
+    Returns:
+        The path (``~`` expanded; the file and its folder need not exist yet).
+
+    Raises:
+        UsageError: ``--db`` was given as an empty string.
+    """
+    if flag is not None:
+        if not flag.strip():
+            raise UsageError("--db needs a file path; drop it to use the default database")
+        return Path(flag).expanduser()
+    env = os.environ.get("COMPACTCTL_DB")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("compactctl")) / "compactctl.db"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryRow:
+    """One compaction run, as recorded in ``compaction_history``.
+
+    Attributes:
+        session_key: the session's stable key (its ``sessionId``, else its path).
+        path: the transcript's path.
+        command: the subcommand (``rules``, ``dedup``, ``compact``, ``tiers``, ...).
+        messages_removed: messages the run removed or replaced from the effective context.
+        dedup_groups: groups of near-duplicates found (0 for other commands).
+        rules_applied: names of the rules that changed something (stored as a JSON list).
+        tokens_before: prompt estimate before the run, in tokens.
+        tokens_after: prompt estimate after the run, in tokens.
+        duration_ms: wall time of the run, in milliseconds.
+        outcome: ``"applied"``, ``"noop"`` (nothing to do) or ``"failed"``.
+        error: the error message when the run failed.
+        created_at: when the run ended, unix seconds (UTC).
+
+    Raises:
+        ValueError: ``outcome`` is not one of :data:`OUTCOMES` (a programming error).
+    """
+
+    session_key: str
+    path: str
+    command: str
+    messages_removed: int = 0
+    dedup_groups: int = 0
+    rules_applied: list[str] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    duration_ms: int = 0
+    outcome: str = "applied"
+    error: str | None = None
+    created_at: float
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED (another connection holds the lock)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return True
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _transaction(
+    conn: sqlite3.Connection,
+    body: Callable[[sqlite3.Connection], T],
+    *,
+    db: str,
+    write: bool = True,
+) -> T:
+    """Run ``body`` in one transaction, retrying it while the database is locked or busy.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). A write transaction
+    starts with ``BEGIN IMMEDIATE`` so the write lock is taken up front (no deadlock between
+    two readers that both want to write); a read takes a snapshot with ``BEGIN``. Any error
+    rolls the transaction back.
+
+    Raises:
+        LockTimeout: still locked after :data:`RETRY_ATTEMPTS` attempts.
+        sqlite3.Error: any other SQLite error (callers map it to a ``CompactError``).
+    """
+    delay = RETRY_BACKOFF_S
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = body(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            if attempt == RETRY_ATTEMPTS:
+                raise LockTimeout(
+                    f"database still locked after {RETRY_ATTEMPTS} attempts; retry later",
+                    path=db,
+                ) from None
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration script into complete statements (``;`` inside strings is safe)."""
+    out: list[str] = []
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def migrate(
+    conn: sqlite3.Connection,
+    target: int | None = None,
+    *,
+    migrations: Sequence[tuple[int, str, str]] = MIGRATIONS,
+    db: str = "",
+    now: float | None = None,
+) -> int:
+    """Apply the pending migrations up to ``target`` (default: all), each in a transaction.
+
+    Safe when several processes open a new database at once: the version is re-read inside
+    each write transaction, so a migration already applied by another process is skipped.
+
+    Args:
+        conn: a connection in autocommit mode (``isolation_level=None``).
+        target: the version to stop at (tests build old databases with it).
+        migrations: the list to apply (:data:`MIGRATIONS`).
+        db: the database path, for error messages.
+        now: the time recorded in ``migrations.applied_at``, unix seconds (default: now).
+
+    Returns:
+        The schema version after migrating.
+
+    Raises:
+        UsageError: the database is newer than this compactctl (a later version wrote it).
+        LockTimeout: another process held the database too long.
+        sqlite3.Error: a migration failed (it was rolled back; the version is unchanged).
+    """
+    latest = migrations[-1][0] if migrations else 0
+    current = _user_version(conn)
+    if current > latest:
+        raise UsageError(
+            f"database schema version {current} is newer than this compactctl supports "
+            f"({latest}); upgrade compactctl or use another --db",
+            path=db or None,
+        )
+    stop = latest if target is None else target
+    for version, name, sql in migrations:
+        if version <= current or version > stop:
+            continue
+
+        applied_at = time.time() if now is None else now
+        _transaction(conn, partial(_apply_migration, version, name, sql, applied_at), db=db)
+        current = version
+    return _user_version(conn)
+
+
+def _apply_migration(
+    version: int, name: str, sql: str, applied_at: float, c: sqlite3.Connection
+) -> None:
+    """One migration, inside the caller's write transaction; skipped if already applied."""
+    if _user_version(c) >= version:
+        return
+    c.execute(_MIGRATIONS_TABLE)
+    for statement in _statements(sql):
+        c.execute(statement)
+    c.execute(
+        "INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        (version, name, applied_at),
+    )
+    c.execute(f"PRAGMA user_version = {int(version)}")
+
+
+def _rfc3339(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    t = dt.datetime.fromtimestamp(seconds, dt.UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _utc_midnight(seconds: float) -> float:
+    day = dt.datetime.fromtimestamp(seconds, dt.UTC).date()
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
+
+
+class Store:
+    """An open compactctl database. Use :meth:`open`, as a context manager::
+
+        with Store.open(resolve_db_path(None)) as store:
+            if not store.breaker_open(key, time.time()):
+                ...
+
+    Every method raises only ``CompactError`` subclasses: :class:`~compactctl.errors.LockTimeout`
+    (exit 75) when the database stays locked, :class:`~compactctl.errors.WriteError` when a
+    write fails (rolled back, nothing partial), :class:`~compactctl.errors.InputError` when a
+    read fails.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        """Wrap an open, migrated connection; use :meth:`open` instead."""
+        self._conn = conn
+        self.path = path
+
+    # -- opening and closing ------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Store:
+        """Open (creating the file and its parent folder) and migrate the database.
+
+        Args:
+            path: the database file, usually from :func:`resolve_db_path`.
+
+        Returns:
+            An open store at :data:`SCHEMA_VERSION`; close it (or use ``with``).
+
+        Raises:
+            UsageError: the path is a folder, its folder cannot be created, the file is not
+                a SQLite database, or it was written by a newer compactctl.
+            LockTimeout: another process held the database too long while migrating.
+        """
+        p = Path(path)
+        where = str(p)
+        if p.is_dir():
+            raise UsageError("--db path is a folder; give a file path", path=where)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot create the database folder: {exc.strerror or exc}; fix --db or "
+                "$COMPACTCTL_DB",
+                path=where,
+            ) from None
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            _retry_pragma(conn, "PRAGMA journal_mode = WAL", where)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate(conn, db=where)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise UsageError(
+                f"cannot open the database ({exc}); fix --db or $COMPACTCTL_DB, or move the "
+                "file aside to start a new one",
+                path=where,
+            ) from None
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+        return cls(conn, p)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """``PRAGMA user_version``: the number of the last migration applied."""
+        return self._read(_user_version)
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return _transaction(self._conn, body, db=str(self.path))
+        except sqlite3.Error as exc:
+            raise WriteError(f"database write failed: {exc}", path=str(self.path)) from None
+
+    def _read(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return _transaction(self._conn, body, db=str(self.path), write=False)
+        except sqlite3.Error as exc:
+            raise InputError(f"database read failed: {exc}", path=str(self.path)) from None
+
+    # -- compaction state and the breaker -------------------------------------------------
+
+    def breaker_open(self, session_key: str, now: float) -> bool:
+        """Whether summarization of this session is paused after repeated failures.
+
+        Open when the session has at least :data:`BREAKER_FAILURES` consecutive failures and
+        the last one is less than :data:`BREAKER_SECONDS` (24 h) old; after that the count is
+        considered reset.
+
+        Args:
+            session_key: the session's stable key.
+            now: the current time, unix seconds.
+
+        Raises:
+            InputError, LockTimeout: the database could not be read.
+        """
+
+        def body(c: sqlite3.Connection) -> bool:
+            row = c.execute(
+                "SELECT consecutive_failures, last_failure_at FROM compaction_state "
+                "WHERE session_key = ?",
+                (session_key,),
+            ).fetchone()
+            if row is None or row[1] is None:
+                return False
+            return bool(row[0] >= BREAKER_FAILURES and now - row[1] < BREAKER_SECONDS)
+
+        return self._read(body)
+
+    def record_failure(self, session_key: str, path: str, now: float) -> int:
+        """Count one failed summarization of the session.
+
+        A failure more than :data:`BREAKER_SECONDS` after the previous one starts the count
+        again at 1 (the 24 h TTL).
+
+        Args:
+            session_key: the session's stable key.
+            path: the transcript's path (kept for reports).
+            now: the time of the failure, unix seconds.
+
+        Returns:
+            The number of consecutive failures, this one included.
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written.
+        """
+
+        def body(c: sqlite3.Connection) -> int:
+            row = c.execute(
+                "SELECT consecutive_failures, last_failure_at FROM compaction_state "
+                "WHERE session_key = ?",
+                (session_key,),
+            ).fetchone()
+            if row is None:
+                count = 1
+                c.execute(
+                    "INSERT INTO compaction_state (session_key, path, consecutive_failures, "
+                    "last_failure_at) VALUES (?, ?, ?, ?)",
+                    (session_key, path, count, now),
+                )
+                return count
+            expired = row[1] is None or now - row[1] >= BREAKER_SECONDS
+            count = 1 if expired else int(row[0]) + 1
+            c.execute(
+                "UPDATE compaction_state SET path = ?, consecutive_failures = ?, "
+                "last_failure_at = ? WHERE session_key = ?",
+                (path, count, now, session_key),
+            )
+            return count
+
+        return self._write(body)
+
+    def record_success(
+        self, session_key: str, path: str, last_message_index: int, now: float
+    ) -> None:
+        """Record a successful compaction: failures reset, ``total_compactions`` + 1.
+
+        Args:
+            session_key: the session's stable key.
+            path: the transcript's path.
+            last_message_index: index of the last message the compaction covered (the
+                incremental start point of the next run).
+            now: the time of the compaction, unix seconds.
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written.
+        """
+
+        def body(c: sqlite3.Connection) -> None:
+            c.execute(
+                "INSERT INTO compaction_state (session_key, path, last_message_index, "
+                "last_compaction_at, total_compactions, consecutive_failures) "
+                "VALUES (?, ?, ?, ?, 1, 0) "
+                "ON CONFLICT (session_key) DO UPDATE SET path = excluded.path, "
+                "last_message_index = excluded.last_message_index, "
+                "last_compaction_at = excluded.last_compaction_at, "
+                "total_compactions = total_compactions + 1, consecutive_failures = 0",
+                (session_key, path, last_message_index, now),
+            )
+
+        self._write(body)
+
+    def get_state(self, session_key: str) -> dict[str, Any] | None:
+        """The session's ``compaction_state`` row, or ``None``.
+
+        Returns:
+            ``{"sessionKey", "path", "lastMessageIndex", "lastCompactionAt" (unix s or None),
+            "totalCompactions", "consecutiveFailures", "lastFailureAt" (unix s or None)}``.
+
+        Raises:
+            InputError, LockTimeout: the database could not be read.
+        """
+
+        def body(c: sqlite3.Connection) -> dict[str, Any] | None:
+            row = c.execute(
+                "SELECT session_key, path, last_message_index, last_compaction_at, "
+                "total_compactions, consecutive_failures, last_failure_at "
+                "FROM compaction_state WHERE session_key = ?",
+                (session_key,),
+            ).fetchone()
+            if row is None:
+                return None
+            keys = (
+                "sessionKey",
+                "path",
+                "lastMessageIndex",
+                "lastCompactionAt",
+                "totalCompactions",
+                "consecutiveFailures",
+                "lastFailureAt",
+            )
+            return dict(zip(keys, row, strict=True))
+
+        return self._read(body)
+
+    # -- history --------------------------------------------------------------------------
+
+    def add_history(self, row: HistoryRow) -> int:
+        """Append one run to ``compaction_history``.
+
+        Returns:
+            The new row's id.
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written.
+        """
+
+        def body(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO compaction_history (session_key, path, command, messages_removed, "
+                "dedup_groups, rules_applied, tokens_before, tokens_after, duration_ms, "
+                "outcome, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    row.session_key,
+                    row.path,
+                    row.command,
+                    row.messages_removed,
+                    row.dedup_groups,
+                    json.dumps(list(row.rules_applied)),
+                    row.tokens_before,
+                    row.tokens_after,
+                    row.duration_ms,
+                    row.outcome,
+                    row.error,
+                    row.created_at,
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+        return self._write(body)
+
+    def history(self, session_key: str | None = None, limit: int | None = None) -> list[HistoryRow]:
+        """Recorded runs, oldest first (of one session, or of all).
+
+        Args:
+            session_key: only this session's runs, or ``None`` for all.
+            limit: at most this many of the newest runs, or ``None`` for all.
+
+        Raises:
+            InputError, LockTimeout: the database could not be read.
+        """
+        where = "WHERE session_key = ?" if session_key is not None else ""
+        params: list[Any] = [session_key] if session_key is not None else []
+        lim = ""
+        if limit is not None:
+            lim = "LIMIT ?"
+            params.append(limit)
+        sql = (
+            "SELECT * FROM (SELECT id, session_key, path, command, messages_removed, "
+            "dedup_groups, rules_applied, tokens_before, tokens_after, duration_ms, outcome, "
+            f"error, created_at FROM compaction_history {where} ORDER BY id DESC {lim}) "
+            "ORDER BY id"
+        )
+
+        def body(c: sqlite3.Connection) -> list[HistoryRow]:
+            return [
+                HistoryRow(
+                    session_key=r[1],
+                    path=r[2],
+                    command=r[3],
+                    messages_removed=r[4],
+                    dedup_groups=r[5],
+                    rules_applied=list(json.loads(r[6])),
+                    tokens_before=r[7],
+                    tokens_after=r[8],
+                    duration_ms=r[9],
+                    outcome=r[10],
+                    error=r[11],
+                    created_at=r[12],
+                )
+                for r in c.execute(sql, params)
+            ]
+
+        return self._read(body)
+
+    # -- tiers ----------------------------------------------------------------------------
+
+    def save_tiers(
+        self,
+        session_key: str,
+        path: str,
+        summary_uuid: str | None,
+        tiers: dict[str, str],
+        messages_before: int,
+        messages_summarized: int,
+        tokens_before: int,
+        tokens_after: int,
+        now: float,
+    ) -> None:
+        """Insert or replace the session's L0/L1/L2 summaries (one row per session).
+
+        Args:
+            session_key: the session's stable key.
+            path: the transcript's path.
+            summary_uuid: uuid of the SummaryEvent the tiers were computed from.
+            tiers: ``{"L0": ..., "L1": ..., "L2": ...}`` (keys in either case).
+            messages_before: messages in the effective context before summarization.
+            messages_summarized: messages the summary replaced.
+            tokens_before: tokens of the summarized messages.
+            tokens_after: tokens of the summary (L2).
+            now: unix seconds; ``created_at`` keeps the first save, ``updated_at`` moves.
+
+        ``compression_ratio`` is stored as ``tokens_after / tokens_before`` (the fraction
+        kept; 1.0 when ``tokens_before`` is 0).
+
+        Raises:
+            ValueError: a tier is missing from ``tiers`` (a programming error).
+            WriteError, LockTimeout: the database could not be written.
+        """
+        norm = {k.upper(): v for k, v in tiers.items()}
+        missing = [k for k in ("L0", "L1", "L2") if k not in norm]
+        if missing:
+            raise ValueError(f"tiers lacks {', '.join(missing)}")
+        ratio = tokens_after / tokens_before if tokens_before else 1.0
+
+        def body(c: sqlite3.Connection) -> None:
+            c.execute(
+                "INSERT INTO tiered_summaries (session_key, path, summary_uuid, l0, l1, l2, "
+                "messages_before, messages_summarized, tokens_before, tokens_after, "
+                "compression_ratio, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (session_key) DO UPDATE SET path = excluded.path, "
+                "summary_uuid = excluded.summary_uuid, l0 = excluded.l0, l1 = excluded.l1, "
+                "l2 = excluded.l2, messages_before = excluded.messages_before, "
+                "messages_summarized = excluded.messages_summarized, "
+                "tokens_before = excluded.tokens_before, tokens_after = excluded.tokens_after, "
+                "compression_ratio = excluded.compression_ratio, "
+                "updated_at = excluded.updated_at",
+                (
+                    session_key,
+                    path,
+                    summary_uuid,
+                    norm["L0"],
+                    norm["L1"],
+                    norm["L2"],
+                    messages_before,
+                    messages_summarized,
+                    tokens_before,
+                    tokens_after,
+                    ratio,
+                    now,
+                    now,
+                ),
+            )
+
+        self._write(body)
+
+    def get_tiers(self, session_key: str) -> dict[str, Any] | None:
+        """The session's stored tiers, or ``None``.
+
+        Returns:
+            ``{"sessionKey", "path", "summaryUuid", "tiers": {"L0", "L1", "L2"},
+            "messagesBefore", "messagesSummarized", "tokensBefore", "tokensAfter",
+            "compressionRatio", "createdAt", "updatedAt"}`` (times in unix seconds).
+
+        Raises:
+            InputError, LockTimeout: the database could not be read.
+        """
+
+        def body(c: sqlite3.Connection) -> dict[str, Any] | None:
+            r = c.execute(
+                "SELECT session_key, path, summary_uuid, l0, l1, l2, messages_before, "
+                "messages_summarized, tokens_before, tokens_after, compression_ratio, "
+                "created_at, updated_at FROM tiered_summaries WHERE session_key = ?",
+                (session_key,),
+            ).fetchone()
+            if r is None:
+                return None
+            return {
+                "sessionKey": r[0],
+                "path": r[1],
+                "summaryUuid": r[2],
+                "tiers": {"L0": r[3], "L1": r[4], "L2": r[5]},
+                "messagesBefore": r[6],
+                "messagesSummarized": r[7],
+                "tokensBefore": r[8],
+                "tokensAfter": r[9],
+                "compressionRatio": r[10],
+                "createdAt": r[11],
+                "updatedAt": r[12],
+            }
+
+        return self._read(body)
+
+    # -- the cross-session report -----------------------------------------------------------
+
+    def report(self, now: float, days: int = 30) -> dict[str, Any]:
+        """The cross-session report of ``inspect --db``, from one consistent snapshot.
+
+        The window is the last ``days`` UTC calendar days, today included, up to ``now``.
+
+        Args:
+            now: the current time, unix seconds.
+            days: the window, in days (at least 1).
+
+        Returns:
+            ``{"db": path, "schemaVersion": int, "sessions": distinct session keys in any
+            table (all time), "compactionsPerDay": [{"day": "YYYY-MM-DD", "runs": all runs
+            that day, "failed": failed runs, "tokensSaved": sum of tokens_before -
+            tokens_after over applied runs}] (days with runs only, oldest first),
+            "tokensSaved": the window's total, "sessionsInBreaker": [{"sessionKey", "path",
+            "failures", "lastFailureAt" (RFC 3339)}] (newest failure first), "byCommand":
+            {command: runs in the window}}``.
+
+        Raises:
+            UsageError: ``days`` is less than 1.
+            InputError, LockTimeout: the database could not be read.
+        """
+        if days < 1:
+            raise UsageError(f"--days must be at least 1, not {days}")
+        start = _utc_midnight(now) - (days - 1) * 86_400
+
+        def body(c: sqlite3.Connection) -> dict[str, Any]:
+            sessions = c.execute(
+                "SELECT COUNT(*) FROM (SELECT session_key FROM compaction_history "
+                "UNION SELECT session_key FROM compaction_state "
+                "UNION SELECT session_key FROM tiered_summaries)"
+            ).fetchone()[0]
+            per_day = [
+                {"day": d, "runs": runs, "failed": failed, "tokensSaved": saved}
+                for d, runs, failed, saved in c.execute(
+                    "SELECT date(created_at, 'unixepoch') AS day, COUNT(*), "
+                    "SUM(outcome = 'failed'), "
+                    "SUM(CASE WHEN outcome = 'applied' THEN tokens_before - tokens_after "
+                    "ELSE 0 END) "
+                    "FROM compaction_history WHERE created_at >= ? AND created_at <= ? "
+                    "GROUP BY day ORDER BY day",
+                    (start, now),
+                )
+            ]
+            by_command = {
+                cmd: runs
+                for cmd, runs in c.execute(
+                    "SELECT command, COUNT(*) FROM compaction_history "
+                    "WHERE created_at >= ? AND created_at <= ? GROUP BY command ORDER BY command",
+                    (start, now),
+                )
+            }
+            breaker = [
+                {
+                    "sessionKey": key,
+                    "path": path,
+                    "failures": failures,
+                    "lastFailureAt": _rfc3339(last),
+                }
+                for key, path, failures, last in c.execute(
+                    "SELECT session_key, path, consecutive_failures, last_failure_at "
+                    "FROM compaction_state WHERE consecutive_failures >= ? "
+                    "AND last_failure_at IS NOT NULL AND ? - last_failure_at < ? "
+                    "ORDER BY last_failure_at DESC, session_key",
+                    (BREAKER_FAILURES, now, BREAKER_SECONDS),
+                )
+            ]
+            return {
+                "db": str(self.path),
+                "schemaVersion": _user_version(c),
+                "sessions": sessions,
+                "compactionsPerDay": per_day,
+                "tokensSaved": sum(d["tokensSaved"] for d in per_day),
+                "sessionsInBreaker": breaker,
+                "byCommand": by_command,
+            }
+
+        return self._read(body)
+
+
+def _retry_pragma(conn: sqlite3.Connection, pragma: str, db: str) -> None:
+    """Run a pragma that takes a lock (``journal_mode``) with the busy retry loop."""
+    delay = RETRY_BACKOFF_S
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
+        try:
+            conn.execute(pragma).fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            if attempt == RETRY_ATTEMPTS:
+                raise LockTimeout(f"database locked while setting {pragma!r}", path=db) from None
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, RETRY_BACKOFF_MAX_S)
