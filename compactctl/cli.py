@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from typing import Annotated, Any
 
 import orjson
@@ -127,6 +126,8 @@ def run_files(
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
         if n > 1 and STDIN not in files:
+            from concurrent.futures import ProcessPoolExecutor
+
             with ProcessPoolExecutor(max_workers=n) as pool:
                 futures = [(f, pool.submit(_guarded, worker, f, debug)) for f in files]
                 for f, fut in futures:

@@ -20,7 +20,7 @@ from .errors import InputError, UsageError
 from .files import STDIN, append_events, open_input, write_output
 from .inspector import inspect_events
 from .jsonl import BOM, assign_turns, dump_events, read_stream
-from .model import BadLine, Event, Message, event_from_dict
+from .model import BadLine, Event, Message, dumps, event_from_dict
 from .replay import replay
 from .report import Report
 from .tokens import TokenCounter
@@ -292,7 +292,7 @@ def materialized_lines(view: list[Message], as_format: str) -> Iterator[bytes]:
     if as_format == "canonical":
         return dump_events(view)
     if as_format == "openai":
-        return (orjson.dumps(to_openai(m.data)) + b"\n" for m in view)
+        return (dumps(to_openai(m.data)) + b"\n" for m in view)
     raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "OtherEvent",
     "SessionEvent",
     "SummaryEvent",
+    "dumps",
     "event_from_dict",
     "message_text",
 ]
@@ -102,13 +103,12 @@ class Event:
     def to_json(self) -> bytes:
         """The line for this event, without ``\\n``: the raw bytes when unchanged, else orjson.
 
-        Raises:
-            TypeError: (from orjson) when a changed event holds a value JSON cannot encode,
-                such as a lone surrogate read through the stdlib fallback.
+        Values orjson refuses (lone surrogates, integers beyond 64 bits, both legal in JSON
+        and read through the stdlib fallback) are written by :func:`dumps`.
         """
         if self.raw is not None:
             return self.raw
-        return orjson.dumps(self.data)
+        return dumps(self.data)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(uuid={self.uuid!r}, line={self.line!r})"
@@ -327,6 +327,23 @@ def message_text(content: Any) -> str:
         ]
         return "\n".join(texts)
     return ""
+
+
+def dumps(value: Any) -> bytes:
+    """Serialize to compact JSON bytes: orjson, or the stdlib where orjson refuses.
+
+    orjson rejects lone surrogates and integers beyond 64 bits; the stdlib writes them as
+    ``\\udXXX`` escapes and exact integers, which is valid JSON that reads back the same.
+
+    >>> dumps({"a": "\\ud800", "n": 2**70})
+    b'{"a":"\\\\ud800","n":1180591620717411303424}'
+    """
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        import json
+
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 Filter = Callable[[Iterable[Event]], Iterator[Event]]

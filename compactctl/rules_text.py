@@ -18,9 +18,12 @@ entry point that keeps code safe:
   A placeholder is ``S`` + seven ASCII digits + ``S``, where ``S`` is a private-use character
   that does not occur in the text (so it cannot collide with it) and that no rule changes.
 * **Canonical order** (the order of :data:`RULES`): character rules first (``ansi``, ``emoji``,
-  ``cjk_punct``), then rules that drop or rewrite whole lines (``decorative``, ``tables``,
-  ``dup_lines``, ``empty_sections``), then bullet merges (``short_bullets``, ``similar_bullets``)
-  and ``whitespace`` last, to tidy the blank lines that the others leave behind.
+  ``cjk_punct``), so that line rules compare clean lines; then ``decorative`` and ``tables``;
+  then the bullet merges (``short_bullets``, ``similar_bullets``), so that ``dup_lines`` also
+  sees the merged bullets (a repeated ``- a; b; c`` group goes in the same pass); then
+  ``empty_sections``, after every rule that can empty a section; ``whitespace`` last, to tidy
+  the blank lines the others leave behind. Line rules ignore trailing blanks, so running
+  ``whitespace`` last does not hide a duplicate or a bullet run.
 * **Idempotence.** Every rule is idempotent on its own. Rules can still enable one another (a
   line that becomes a duplicate only once its emoji are gone), so :func:`apply_rules` repeats the
   chain until the text stops changing (at most :data:`MAX_PASSES` chains; in practice the second
@@ -823,10 +826,10 @@ _RULES_V1: tuple[Rule, ...] = (
     Rule("cjk_punct", 1, "Full-width CJK punctuation to ASCII.", normalize_cjk_punct),
     Rule("decorative", 1, "Remove lines of only - * = _ ~.", remove_decorative_lines),
     Rule("tables", 1, "Markdown tables to 'header: cell; ...' lines.", tables_to_key_value),
-    Rule("dup_lines", 1, "Remove repeated non-trivial lines.", remove_dup_lines),
-    Rule("empty_sections", 1, "Remove headings with empty sections.", remove_empty_sections),
     Rule("short_bullets", 1, "Merge runs of 3+ short bullets.", merge_short_bullets),
     Rule("similar_bullets", 1, "Merge adjacent similar bullets.", merge_similar_bullets),
+    Rule("dup_lines", 1, "Remove repeated non-trivial lines.", remove_dup_lines),
+    Rule("empty_sections", 1, "Remove headings with empty sections.", remove_empty_sections),
     Rule("whitespace", 1, "Trailing blanks, blank-line runs.", collapse_whitespace, True),
 )
 
@@ -1065,7 +1068,9 @@ _CODE_LINE_RE = re.compile(
     r"^[ \t]*(?:def |class |import |from [\w.]+ import |return\b|elif\b|else\s*[:{]|try\s*[:{]"
     r"|except\b|finally\s*[:{]|catch\s*\(|function\b|const |let |var |fn |pub |package |impl\b"
     r"|#include|#define|public |private |protected |static |async |await |@\w+|//|/\*|\*/"
-    r"|[}\])]+[,;]?\s*$|\"[^\"\n]+\"\s*:)"
+    r"|[}\])]+[,;]?\s*$|\"[^\"\n]+\"\s*:"
+    r"|[\w.]+(?:\[[^\]\n]*\])?\s*(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)\s*\S"  # assignment
+    r"|[\w.]+\(.*\)[;,]?\s*$)"  # a call on its own line
     r"|[{;]\s*$"
 )
 _DIFF_HUNK_RE = re.compile(r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
@@ -1082,7 +1087,8 @@ def looks_like_code(text: str) -> bool:
       ``12→`` read-tool output), with at least two lines;
     * at least 35% of the lines look like code: start with a keyword (``def``, ``class``,
       ``import``, ``return``, ``function``, ``const``, ``fn``, ``#include``, ...), a
-      decorator, a comment marker (``//``, ``/*``), a JSON key, or only closing brackets, or
+      decorator, a comment marker (``//``, ``/*``), a JSON key, an assignment (``x = 1``,
+      ``a.b += f(c)``) or a call alone on its line (``main()``), or only closing brackets, or
       end with ``{`` or ``;``;
     * at least 15% look like code and at least 30% are indented by 4+ spaces or a tab.
 

@@ -1,0 +1,111 @@
+"""Every command reads every format: foreign samples through the CLI end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl.commands import load
+from compactctl.model import Message
+from compactctl.replay import replay
+
+from .conftest import FIXTURES, SAMPLES, run_cli
+
+FOREIGN = [
+    ("small-s1.claude-code.jsonl", "claude-code"),
+    ("small-s1.claude-stream.jsonl", "claude-stream"),
+    ("small-s1.codex-rollout.jsonl", "codex-rollout"),
+    ("small-s1.openai-chat.jsonl", "openai-chat"),
+    ("messy-s2.claude-code.jsonl", "claude-code"),
+]
+DOCUMENTS = [
+    (FIXTURES / "formats" / "openhands-s1.json", "openhands"),
+    (FIXTURES / "formats" / "swe-agent-s1.traj", "swe-agent"),
+    (FIXTURES / "formats" / "codex-exec-s1.jsonl", "codex-exec"),
+]
+
+
+def _no_split_block(view: list[Message]) -> bool:
+    calls = {c["id"] for m in view for c in m.tool_calls}
+    results = {m.tool_call_id for m in view if m.role == "tool"}
+    return calls == results
+
+
+@pytest.mark.parametrize(("name", "fmt"), FOREIGN)
+def test_compact_force_with_output_on_each_foreign_sample(tmp_path: Path, name: str, fmt: str):
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / name).read_bytes())
+    before = src.read_bytes()
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--force", "--json", "-o", str(out), str(src))
+    assert r.returncode == 0, r.stderr.decode()
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == fmt and f["didCompress"] is True
+    assert src.read_bytes() == before  # a foreign file is never changed
+    fmt_out, events = load(str(out))
+    assert fmt_out == "canonical"
+    view = replay(events)
+    assert _no_split_block(view)
+    assert sum(1 for m in view if "summaryOf" in m.data) == 1
+
+
+@pytest.mark.parametrize(("name", "fmt"), FOREIGN[:1])
+def test_foreign_file_is_never_appended_to(tmp_path: Path, name: str, fmt: str):
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / name).read_bytes())
+    r = run_cli("compact", "--force", str(src))
+    assert r.returncode == 3
+    assert f"is a {fmt} transcript; compactctl never appends".encode() in r.stderr
+    assert b"-o FILE" in r.stderr
+    assert src.read_bytes() == (SAMPLES / name).read_bytes()
+
+
+@pytest.mark.parametrize(("path", "fmt"), DOCUMENTS)
+def test_documents_and_exec_streams_inspect_and_compact(tmp_path: Path, path: Path, fmt: str):
+    r = run_cli("inspect", "--json", "--estimate", str(path))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == fmt and f["messages"] > 0
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--force", "--min-saving", "0", "-o", str(out), str(path))
+    assert r.returncode == 0, r.stderr.decode()
+    assert _no_split_block(replay(load(str(out))[1]))
+
+
+def test_inspect_reports_source_duplicates_and_bad_records(tmp_path: Path):
+    # Claude Code repeats tool output in toolUseResult: reported, not counted as context.
+    r = run_cli("inspect", "--json", "--estimate", str(SAMPLES / "small-s1.claude-code.jsonl"))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["duplicates"]["sourceDuplicateBytes"] > 0
+    # a malformed record in the middle of a foreign file: a finding with its line, the rest read
+    lines = (SAMPLES / "small-s1.openai-chat.jsonl").read_bytes().splitlines(keepends=True)
+    broken = b"".join(lines[:10] + [b'{"role": "assistant", "content": \n'] + lines[10:])
+    p = tmp_path / "chat.jsonl"
+    p.write_bytes(broken)
+    r = run_cli("inspect", "--json", "--estimate", str(p))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == "openai-chat" and f["messages"] == 67
+    assert [(x["line"], x["kind"]) for x in f["findings"]] == [(11, "malformed")]
+
+
+def test_unknown_format_is_a_clear_error(tmp_path: Path):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"hello": 1}\n{"world": 2}\n')
+    r = run_cli("inspect", str(p))
+    assert r.returncode == 3
+    assert b"unknown transcript format" in r.stderr and b"claude-code" in r.stderr
+    r = run_cli("inspect", "--format", "nope", str(p))
+    assert b"unknown --format 'nope'" in r.stderr
+
+
+def test_convert_writes_canonical(tmp_path: Path):
+    out = tmp_path / "c.jsonl"
+    r = run_cli("convert", "-o", str(out), str(SAMPLES / "small-s1.codex-rollout.jsonl"))
+    assert r.returncode == 0
+    fmt, events = load(str(out))
+    assert fmt == "canonical"
+    roles = [m.role for m in replay(events)]
+    assert roles.count("user") == 6 and roles.count("tool") == 28
+    r = run_cli("convert", "--list-formats", "--json")
+    assert {f["name"] for f in orjson.loads(r.stdout)} >= {"claude-code", "swe-agent"}
