@@ -493,6 +493,16 @@ def _run_transform(
     _finish(report, verb, quiet)
 
 
+def _verb(r: dict[str, Any], done: str, would: str) -> str:
+    """The verb of a report line: what happened, where it went, or what would happen."""
+    written = r.get("written")
+    if written is None:
+        return would
+    if written != r["path"]:
+        return f"(to {'stdout' if written == STDIN else written}) {done}"
+    return done
+
+
 def _compact_line(r: dict[str, Any]) -> str:
     est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
     if not r["changed"]:
@@ -504,7 +514,7 @@ def _compact_line(r: dict[str, Any]) -> str:
     if r.get("summary"):
         s = r["summary"]
         parts.append(f"summary of {s['replaces']} events ({s['model']}, {s['triggerMode']})")
-    verb = "would append" if r.get("written") is None and not r.get("appended") else "appended"
+    verb = _verb(r, "appended", "would append")
     return (
         f"{r['path']}: {verb} {' + '.join(parts)}; prompt estimate "
         f"{r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
@@ -706,7 +716,7 @@ def compact_cmd(
 def _rules_line(r: dict[str, Any]) -> str:
     if not r["changed"]:
         return f"{r['path']}: unchanged: no rule changes any message"
-    verb = "would rewrite" if r.get("written") is None else "rules applied to"
+    verb = _verb(r, "rules applied to", "would rewrite")
     top = sorted(r["byRule"].items(), key=lambda kv: -kv[1]["charsSaved"])[:4]
     detail = ", ".join(f"{k} -{v['charsSaved']} chars" for k, v in top)
     return f"{r['path']}: {verb} {r['targets']} messages, -{r['tokensSaved']} tokens ({detail})"
@@ -831,7 +841,7 @@ def rules_cmd(
 def _dedup_line(r: dict[str, Any]) -> str:
     if not r["changed"]:
         return f"{r['path']}: unchanged: no duplicates among {r['candidates']} candidates"
-    verb = "would mark" if r.get("written") is None else "marked"
+    verb = _verb(r, "marked", "would mark")
     return (
         f"{r['path']}: {verb} {r['pairs']} duplicates in {r['groups']} groups "
         f"({r['exact']} exact, {r['near']} near), -{r['tokensSaved']} tokens"
@@ -1000,7 +1010,7 @@ def _tiers_line(r: dict[str, Any]) -> str:
     if not r["changed"]:
         return f"{r['path']}: unchanged: {r.get('reason') or 'nothing to do'}"
     sizes = ", ".join(f"{k} {v}" for k, v in sorted(r["tiers"].items()))
-    verb = "would add" if r.get("written") is None else "added"
+    verb = _verb(r, "added", "would add")
     return (
         f"{r['path']}: {verb} tiers ({sizes} tokens, {r['tokenizer']}); "
         f"replay shows {r['selectedTier']}"

@@ -29,3 +29,10 @@ echo "context.jsonl: $(wc -l < "$DEMO/context.jsonl") messages (from $(grep -c '
 
 echo "== 4. A Claude Code session file: read as is, written as canonical JSONL with -o"
 step $BIN/compactctl compact --force -o "$DEMO/claude-compacted.jsonl" "$DEMO/claude-session.jsonl"
+
+echo "== 5. Tiers: L0/L1/L2 from the newest summary, recorded on a superseding SummaryEvent"
+step $BIN/compactctl tiers "$DEMO/session.jsonl"
+step $BIN/compactctl tiers "$DEMO/session.jsonl"   # idempotent
+
+echo "== 6. Across sessions, from the SQLite store: runs per day, tokens saved, breakers"
+step $BIN/compactctl inspect --store
