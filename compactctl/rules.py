@@ -19,7 +19,15 @@ import orjson
 from .micro import NAMESPACE
 from .model import CompactEvent, Event, Message, event_from_dict
 from .replay import View, reducer, replay
-from .rules_text import RULES, Rule, apply_rules, get_rule, looks_like_code, select_rules
+from .rules_text import (
+    APPLY_RULES_VERSION,
+    RULES,
+    Rule,
+    apply_rules,
+    get_rule,
+    looks_like_code,
+    select_rules,
+)
 from .tokens import TokenCounter, estimate_tokens
 
 __all__ = ["FILE_TOOLS", "RulesOptions", "apply_rules_event", "plan_rules", "rules"]
@@ -201,7 +209,12 @@ def plan_rules(
     if not targets:
         return None, report
     ids = [m.uuid for m in targets if m.uuid]
-    params = {"version": 1, "selection": SELECTION_VERSION, "rules": versions}
+    params = {
+        "version": 1,
+        "selection": SELECTION_VERSION,
+        "apply": APPLY_RULES_VERSION,
+        "rules": versions,
+    }
     key = orjson.dumps(
         {"mode": "rules", "targets": ids, "params": params}, option=orjson.OPT_SORT_KEYS
     )

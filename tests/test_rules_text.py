@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -534,7 +533,8 @@ def test_full_chain_on_an_assistant_message() -> None:
     assert apply_rules(before, select_rules(before)) == after
 
 
-def test_sixty_kilobyte_tool_output_is_fast() -> None:
+def test_sixty_kilobyte_tool_output() -> None:
+    # Speed is measured by `make bench` (ratios against baselines), never timed here.
     lines = []
     for i in range(1500):
         lines.append(f"\x1b[32mINFO\x1b[0m step {i % 97}: processed item {i} ✅ in 3 ms  ")
@@ -544,10 +544,7 @@ def test_sixty_kilobyte_tool_output_is_fast() -> None:
             lines += ["- retry", "- skip", "- done", f"Use `cmd --flag {i}` 你好，世界。"]
     text = "\n".join(lines)
     assert len(text) >= 60_000
-    start = time.perf_counter()
     out = apply_rules(text, ALL)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5, elapsed  # typically 20-40 ms; generous for slow CI machines
     assert "\x1b" not in out and "✅" not in out and "`cmd --flag 25`" in out
 
 

@@ -1,0 +1,977 @@
+"""``make bench``: compactctl against baselines measured in the same run, over one corpus.
+
+Writes (or reuses) a corpus of realistic sessions (:mod:`bench.gen_corpus`) of ``BENCH_MB``
+MB (default 200) under ``bench/corpus/``, then measures, on the same files:
+
+- baselines: orjson ``loads`` of every line; orjson loads + dumps + write; ``jq -c .`` (when
+  installed); tiktoken ``encode_ordinary`` alone on the distinct message texts of each file
+  (the encoding ``inspect`` picks), on 1 and on 2 threads;
+- compactctl, one subprocess per measured command over all files: ``inspect --estimate``
+  and ``inspect`` (exact tokens) with ``--jobs 1`` and ``--jobs 2``, ``rules``, ``dedup``,
+  ``compact --force`` (extractive), each on a fresh copy of the corpus (they append in
+  place; the copy is made outside the timed region), and the chain
+  ``rules - | dedup - | compact --micro-only -`` from stdin to stdout, file by file;
+- ``compactctl --help`` startup (median of 10) against ``python -c pass``, and whether
+  ``--help``, ``inspect``, ``rules``, ``dedup`` and ``compact --micro-only`` import litellm;
+- dedup of 20k and 100k texts (:mod:`bench.gen_dups`): ``find_duplicates`` directly and the
+  ``dedup`` command on a session holding them, with recall against exact Jaccard;
+- many files: ``--jobs 2`` over 100 and over 1,000 small sessions, peak RSS of the parent and
+  of the workers.
+
+Prints one table (stdout) and writes ``bench/results/bench-<UTC time>.json``. Ratios, not
+absolute times, are what to compare across machines: the baselines run in the same minutes.
+
+Environment: ``BENCH_MB`` (corpus size, default 200), ``BENCH_SEED`` (default 1),
+``BENCH_DEDUP_N`` (comma-separated sizes, default ``20000,100000``), ``BENCH_MANY``
+(the large file count, default 1000), ``BENCH_SKIP`` (comma-separated section names to skip:
+``baselines``, ``inspect``, ``layers``, ``chain``, ``startup``, ``dedup``, ``many``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python bench/run.py` puts bench/, not the root, on the path
+    sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+MB = 1e6
+"""Throughputs are in MB/s of input, 10^6 bytes."""
+
+CORPUS_DIR = ROOT / "bench" / "corpus"
+RESULTS_DIR = ROOT / "bench" / "results"
+
+
+def _log(msg: str) -> None:
+    sys.stderr.write(f"[bench {time.strftime('%H:%M:%S')}] {msg}\n")
+    sys.stderr.flush()
+
+
+# --- running and measuring subprocesses -----------------------------------------------------
+
+
+@dataclass
+class Proc:
+    """One measured subprocess (or pipeline).
+
+    ``peak_kb`` is ``ru_maxrss`` from ``wait4``: the largest RSS of the process or of any
+    child it waited for (a ``--jobs`` worker). ``parent_kb`` / ``worker_kb`` are sampled from
+    ``/proc/*/status`` ``VmHWM`` when sampling was asked for.
+    """
+
+    seconds: float
+    returncode: int
+    peak_kb: int
+    parent_kb: int = 0
+    worker_kb: int = 0
+    stdout: bytes = b""
+    stderr: bytes = b""
+
+
+def _ppid_map() -> dict[int, int]:
+    out: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        out[int(entry.name)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
+    return out
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class _Sampler(threading.Thread):
+    """Polls the peak RSS (VmHWM) of a process and of its descendants."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.interval = interval
+        self.parent_kb = 0
+        self.workers: dict[int, int] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.parent_kb = max(self.parent_kb, _hwm_kb(self.pid))
+            ppid = _ppid_map()
+            todo, seen = [self.pid], set()
+            while todo:
+                p = todo.pop()
+                for child, parent in ppid.items():
+                    if parent == p and child not in seen:
+                        seen.add(child)
+                        todo.append(child)
+            for child in seen:
+                self.workers[child] = max(self.workers.get(child, 0), _hwm_kb(child))
+            self.stop.wait(self.interval)
+
+
+def run_proc(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str],
+    stdin: Any = subprocess.DEVNULL,
+    stdout: Any = subprocess.DEVNULL,
+    sample: bool = False,
+    check: bool = True,
+) -> Proc:
+    """Run one command, timing it with ``perf_counter``; rusage from ``wait4``."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env=env)
+    sampler = _Sampler(p.pid) if sample else None
+    if sampler is not None:
+        sampler.start()
+    assert p.stderr is not None
+    err_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    out = b""
+    if stdout is subprocess.PIPE:
+        assert p.stdout is not None
+        out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
+    if sampler is not None:
+        sampler.stop.set()
+        sampler.join()
+    err = b"".join(err_chunks)
+    if check and p.returncode not in (0, 1):
+        raise RuntimeError(
+            f"{' '.join(argv[:6])} ... exited {p.returncode}: {err.decode(errors='replace')[-2000:]}"
+        )
+    return Proc(
+        seconds,
+        p.returncode,
+        usage.ru_maxrss,
+        sampler.parent_kb if sampler else 0,
+        max(sampler.workers.values(), default=0) if sampler else 0,
+        out,
+        err,
+    )
+
+
+def run_chain(stages: Sequence[Sequence[str]], src: Path, dst: Path, env: dict[str, str]) -> Proc:
+    """``stage1 < src | stage2 | ... > dst``; peak is the largest RSS of any stage."""
+    t0 = time.perf_counter()
+    procs: list[subprocess.Popen[bytes]] = []
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        prev: Any = fin
+        for i, argv in enumerate(stages):
+            last = i == len(stages) - 1
+            p = subprocess.Popen(
+                argv,
+                stdin=prev,
+                stdout=fout if last else subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+            if prev is not fin:
+                prev.close()  # the next stage holds it now
+            prev = p.stdout
+            procs.append(p)
+        peak = 0
+        codes = []
+        for p in procs:
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            codes.append(p.returncode)
+            peak = max(peak, usage.ru_maxrss)
+    seconds = time.perf_counter() - t0
+    if any(c not in (0, 1) for c in codes):
+        raise RuntimeError(f"chain on {src.name} exited {codes}")
+    return Proc(seconds, max(codes), peak)
+
+
+def compactctl_argv() -> list[str]:
+    exe = Path(sys.executable).parent / "compactctl"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "compactctl"]
+
+
+def bench_env(tmp: Path) -> dict[str, str]:
+    """The environment of every measured command: a private store and no user config."""
+    env = dict(os.environ)
+    env["COMPACTCTL_DB"] = str(tmp / "store.db")
+    env["XDG_CONFIG_HOME"] = str(tmp / "config")
+    env["XDG_STATE_HOME"] = str(tmp / "state")
+    env.pop("COMPACTCTL_DEBUG", None)
+    return env
+
+
+# --- corpus facts ---------------------------------------------------------------------------
+
+
+@dataclass
+class FileFacts:
+    path: Path
+    size: int
+    lines: int
+    messages: int
+    unique_messages: int
+    longest_line: int
+    encoding: str
+
+
+def file_facts(path: Path) -> FileFacts:
+    from compactctl.tokens import encoding_for_model, message_payload
+
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    model = None
+    messages = 0
+    unique: set[str] = set()
+    for raw in lines:
+        d = orjson.loads(raw)
+        if d.get("type") == "session" and model is None:
+            model = d.get("model")
+        elif d.get("type") == "message":
+            messages += 1
+            unique.add(message_payload(d))
+    return FileFacts(
+        path,
+        len(data),
+        len(lines),
+        messages,
+        len(unique),
+        max((len(x) for x in lines), default=0),
+        encoding_for_model(model),
+    )
+
+
+def budget_mb(facts: Sequence[FileFacts]) -> float:
+    """Peak RSS budget of a run over ``facts`` (one session at a time): the largest over the
+    files of 64 MB + 1 KB per unique message + 3x the longest line."""
+    return max(
+        (64 * 2**20 + 1024 * f.unique_messages + 3 * f.longest_line) / 2**20 for f in facts
+    )
+
+
+def copy_corpus(files: Sequence[Path], dest: Path) -> list[Path]:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    out = []
+    for f in files:
+        target = dest / f.name
+        shutil.copyfile(f, target)
+        out.append(target)
+    return out
+
+
+# --- baselines ------------------------------------------------------------------------------
+
+
+def baseline_loads(files: Sequence[Path]) -> float:
+    loads = orjson.loads
+    t0 = time.perf_counter()
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                loads(line)
+    return time.perf_counter() - t0
+
+
+def baseline_roundtrip(files: Sequence[Path], out_dir: Path) -> float:
+    loads, dumps = orjson.loads, orjson.dumps
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    for f in files:
+        with open(f, "rb") as fh, open(out_dir / f.name, "wb") as out:
+            for line in fh:
+                out.write(dumps(loads(line)) + b"\n")
+    seconds = time.perf_counter() - t0
+    shutil.rmtree(out_dir)
+    return seconds
+
+
+def baseline_jq(files: Sequence[Path]) -> Proc | None:
+    jq = shutil.which("jq")
+    if jq is None:
+        return None
+    with open(os.devnull, "wb") as null:
+        return run_proc([jq, "-c", ".", *map(str, files)], env=dict(os.environ), stdout=null)
+
+
+def _distinct_texts(path: Path) -> list[str]:
+    from compactctl.tokens import message_payload
+
+    texts: dict[str, None] = {}
+    with open(path, "rb") as fh:
+        for line in fh:
+            d = orjson.loads(line)
+            if d.get("type") == "message":
+                t = message_payload(d)
+                if t:
+                    texts[t] = None
+    return list(texts)
+
+
+def baseline_tiktoken(facts: Sequence[FileFacts], threads: int) -> float:
+    """Seconds to ``encode_ordinary`` each file's distinct message texts (extraction of the
+    texts is not timed). With 2 threads, each file's texts are split in two halves of about
+    equal size, one per thread (tiktoken releases the GIL while encoding)."""
+    import tiktoken
+
+    from compactctl.tokens import ensure_offline_encodings
+
+    ensure_offline_encodings()
+    encoders = {name: tiktoken.get_encoding(name) for name in {f.encoding for f in facts}}
+    total = 0.0
+
+    def count(enc: Any, texts: list[str]) -> int:
+        encode = enc.encode_ordinary
+        return sum(len(encode(t)) for t in texts)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for f in facts:
+            texts = _distinct_texts(f.path)
+            enc = encoders[f.encoding]
+            if threads == 1:
+                t0 = time.perf_counter()
+                count(enc, texts)
+            else:
+                halves: list[list[str]] = [[] for _ in range(threads)]
+                sizes = [0] * threads
+                for t in sorted(texts, key=len, reverse=True):
+                    i = sizes.index(min(sizes))
+                    halves[i].append(t)
+                    sizes[i] += len(t)
+                t0 = time.perf_counter()
+                list(pool.map(lambda h: count(enc, h), halves))
+            total += time.perf_counter() - t0
+    return total
+
+
+# --- rows -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    name: str
+    seconds: float
+    mb: float = 0.0
+    baseline: str = ""
+    ratio: float | None = None
+    peak_mb: float | None = None
+    budget_mb: float | None = None
+    target: str = ""
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mbps(self) -> float | None:
+        return self.mb / self.seconds if self.mb and self.seconds > 0 else None
+
+
+class Bench:
+    def __init__(self, files: list[Path], facts: list[FileFacts], tmp: Path) -> None:
+        self.files = files
+        self.facts = facts
+        self.tmp = tmp
+        self.env = bench_env(tmp)
+        self.cc = compactctl_argv()
+        self.total = sum(f.size for f in facts) / MB
+        self.budget = budget_mb(facts)
+        self.rows: list[Row] = []
+        self.base: dict[str, float] = {}  # baseline name -> MB/s
+
+    def add(self, row: Row) -> Row:
+        if row.baseline and row.mbps and row.baseline in self.base:
+            row.ratio = row.mbps / self.base[row.baseline]
+        self.rows.append(row)
+        rate = f"{row.mbps:.1f} MB/s" if row.mbps else f"{row.seconds:.3f} s"
+        ratio = f", x{row.ratio:.3f} of {row.baseline}" if row.ratio is not None else ""
+        _log(f"{row.name}: {rate}{ratio}")
+        return row
+
+    def baseline(self, name: str, seconds: float, note: str = "") -> None:
+        self.base[name] = self.total / seconds
+        self.add(Row(name, seconds, self.total, note=note))
+
+    # -- sections -----------------------------------------------------------------------------
+
+    def baselines(self) -> None:
+        self.baseline("orjson loads", baseline_loads(self.files), "every line, 1 core")
+        self.baseline(
+            "orjson round trip",
+            baseline_roundtrip(self.files, self.tmp / "roundtrip"),
+            "loads + dumps + write, 1 core",
+        )
+        jq = baseline_jq(self.files)
+        if jq is not None:
+            self.base["jq -c ."] = self.total / jq.seconds
+            self.add(Row("jq -c .", jq.seconds, self.total, peak_mb=jq.peak_kb / 1024))
+        for threads in (1, 2):
+            name = f"tiktoken {threads} thread" + ("s" if threads > 1 else "")
+            self.baseline(
+                name,
+                baseline_tiktoken(self.facts, threads),
+                "encode_ordinary, distinct texts per file",
+            )
+
+    def command(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        baseline: str,
+        fresh: bool = False,
+        target: str = "",
+        note: str = "",
+    ) -> Row:
+        files = self.files
+        if fresh:
+            files = copy_corpus(self.files, self.tmp / "work")
+        argv = [*self.cc, *args, str(files[0].parent)]
+        with open(os.devnull, "wb") as null:
+            proc = run_proc(argv, env=self.env, stdout=null)
+        if fresh:
+            shutil.rmtree(self.tmp / "work")
+        return self.add(
+            Row(
+                name,
+                proc.seconds,
+                self.total,
+                baseline,
+                peak_mb=proc.peak_kb / 1024,
+                budget_mb=self.budget,
+                target=target,
+                note=note,
+            )
+        )
+
+    def inspect(self) -> None:
+        for jobs in (1, 2):
+            self.command(
+                f"inspect --estimate --jobs {jobs}",
+                ["inspect", "--estimate", "--jobs", str(jobs)],
+                baseline="orjson loads",
+            )
+        for jobs in (1, 2):
+            self.command(
+                f"inspect (exact) --jobs {jobs}",
+                ["inspect", "--jobs", str(jobs)],
+                baseline="tiktoken 2 threads",
+            )
+
+    def layers(self) -> None:
+        common = ["-q", "--jobs", "2"]
+        self.command("rules --jobs 2", ["rules", *common], baseline="orjson round trip", fresh=True)
+        self.command("dedup --jobs 2", ["dedup", *common], baseline="orjson round trip", fresh=True)
+        self.command(
+            "compact --force --jobs 2",
+            ["compact", "--force", *common],
+            baseline="orjson round trip",
+            fresh=True,
+            note="extractive summary",
+        )
+
+    def chain(self) -> None:
+        stages = [
+            [*self.cc, "rules", "-q", "-"],
+            [*self.cc, "dedup", "-q", "-"],
+            [*self.cc, "compact", "--micro-only", "-q", "-"],
+        ]
+        out = self.tmp / "chain.out"
+        seconds = 0.0
+        peak = 0
+        for f in self.files:
+            proc = run_chain(stages, f, out, self.env)
+            seconds += proc.seconds
+            peak = max(peak, proc.peak_kb)
+        out.unlink(missing_ok=True)
+        self.add(
+            Row(
+                "rules - | dedup - | compact --micro-only -",
+                seconds,
+                self.total,
+                "orjson round trip",
+                peak_mb=peak / 1024,
+                budget_mb=self.budget,
+                note="file by file, stdin to stdout",
+            )
+        )
+
+    def startup(self) -> None:
+        def median(argv: list[str], n: int = 10) -> float:
+            times = []
+            for _ in range(n):
+                times.append(run_proc(argv, env=self.env).seconds)
+            return statistics.median(times)
+
+        base = median([sys.executable, "-c", "pass"])
+        self.add(Row("python -c pass", base, note="median of 10"))
+        help_s = median([*self.cc, "--help"])
+        row = self.add(Row("compactctl --help", help_s, note="median of 10"))
+        row.baseline = "python -c pass"
+        row.ratio = help_s / base
+        row.extra["litellm"] = self.litellm_imports()
+        imported = [k for k, v in row.extra["litellm"].items() if v]
+        row.note = "median of 10; litellm imported by: " + (", ".join(imported) or "none")
+
+    def litellm_imports(self) -> dict[str, bool]:
+        """Whether each command imports litellm (checked in-process after it ran)."""
+        small = min(self.facts, key=lambda f: f.size).path
+        work = self.tmp / "imports"
+        work.mkdir(exist_ok=True)
+        cases = {
+            "--help": ["--help"],
+            "inspect": ["inspect", "--estimate"],
+            "inspect exact": ["inspect"],
+            "rules": ["rules", "-q"],
+            "dedup": ["dedup", "-q"],
+            "compact --micro-only": ["compact", "--micro-only", "--force", "-q"],
+            "compact --force": ["compact", "--force", "-q"],
+        }
+        code = (
+            "import sys\nfrom compactctl.cli import main\nsys.argv = ['compactctl', *sys.argv[1:]]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write('LITELLM=%d\\n' % ('litellm' in sys.modules))\n"
+        )
+        out: dict[str, bool] = {}
+        for name, args in cases.items():
+            target = work / "s.jsonl"
+            shutil.copyfile(small, target)
+            extra = [] if args == ["--help"] else [str(target)]
+            proc = run_proc([sys.executable, "-c", code, *args, *extra], env=self.env)
+            out[name] = b"LITELLM=1" in proc.stderr
+        shutil.rmtree(work)
+        return out
+
+
+# --- dedup at scale -------------------------------------------------------------------------
+
+
+def dups_session(n: int, seed: int, max_chars: int) -> tuple[Path, Path]:
+    """A session holding the ``n`` texts of ``bench.gen_dups.generate`` as tool outputs (ten
+    per assistant message), and a sidecar with the intended pairs. Cached in bench/corpus."""
+    from bench.gen_dups import generate
+
+    folder = CORPUS_DIR / "dups"
+    folder.mkdir(parents=True, exist_ok=True)
+    session = folder / f"dups-n{n}-s{seed}-c{max_chars}.jsonl"
+    sidecar = session.with_suffix(".intended.json")
+    if session.exists() and sidecar.exists():
+        return session, sidecar
+    items, intended = generate(n, seed=seed, max_chars=max_chars)
+    tmp = session.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        out.write(
+            orjson.dumps({"type": "session", "uuid": "s0", "model": "gpt-4o", "contextWindow": 128000})
+            + b"\n"
+        )
+        out.write(
+            orjson.dumps(
+                {"type": "message", "uuid": "u0", "turnId": 1, "role": "user", "content": "go"}
+            )
+            + b"\n"
+        )
+        for start in range(0, n, 10):
+            chunk = items[start : start + 10]
+            calls = [{"id": f"c{key}", "name": "bash", "arguments": {"n": i}} for i, (key, _) in enumerate(chunk)]
+            out.write(
+                orjson.dumps(
+                    {
+                        "type": "message",
+                        "uuid": f"a{start}",
+                        "turnId": 1,
+                        "role": "assistant",
+                        "content": "",
+                        "toolCalls": calls,
+                    }
+                )
+                + b"\n"
+            )
+            for key, text in chunk:
+                out.write(
+                    orjson.dumps(
+                        {
+                            "type": "message",
+                            "uuid": key,
+                            "turnId": 1,
+                            "role": "tool",
+                            "toolCallId": f"c{key}",
+                            "toolName": "bash",
+                            "content": text,
+                        }
+                    )
+                    + b"\n"
+                )
+    os.replace(tmp, session)
+    sidecar.write_text(json.dumps(sorted(intended)))
+    return session, sidecar
+
+
+def _dups_items(session: Path) -> list[tuple[str, str]]:
+    items = []
+    with open(session, "rb") as fh:
+        for line in fh:
+            d = orjson.loads(line)
+            if d.get("role") == "tool":
+                items.append((d["uuid"], d["content"]))
+    return items
+
+
+def child_dedup(session: Path, sidecar: Path, sample: int, exact_items: int) -> dict[str, Any]:
+    """Runs in its own process: time ``find_duplicates`` on the session's texts; recall.
+
+    Recall 1 (``recall``): of a sample of the generator's intended pairs whose exact Jaccard
+    is >= 0.6, the share whose older text is reported as a duplicate. Recall 2
+    (``recallVsExact``): on the first ``exact_items`` texts, the pairs of the LSH path against
+    those of the exact all-pairs path (same algorithm, every candidate compared).
+    """
+    import resource
+
+    from compactctl.similarity import find_duplicates, jaccard, shingles
+
+    items = _dups_items(session)
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    pairs = find_duplicates(items, threshold=0.6, min_chars=200)
+    seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    text = dict(items)
+    intended = [tuple(p) for p in json.loads(sidecar.read_text())]
+    rng = random.Random(7)
+    chosen = rng.sample(intended, min(sample, len(intended)))
+    should = [(o, n) for o, n in chosen if jaccard(shingles(text[o]), shingles(text[n])) >= 0.6]
+    reported = {p.older for p in pairs}
+    found = sum(1 for o, _ in should if o in reported)
+    result: dict[str, Any] = {
+        "texts": len(items),
+        "chars": sum(len(t) for _, t in items),
+        "seconds": seconds,
+        "cpuSeconds": cpu,
+        "peakKb": peak,
+        "pairs": len(pairs),
+        "recall": found / len(should) if should else 1.0,
+        "recallSample": len(should),
+        "should": should,
+    }
+    if exact_items:
+        head = items[:exact_items]
+        lsh = {(p.older, p.newer) for p in find_duplicates(head, min_chars=200)}
+        exact = {
+            (p.older, p.newer) for p in find_duplicates(head, min_chars=200, lsh_min_items=10**9)
+        }
+        olders = {o for o, _ in lsh}
+        result["recallVsExact"] = (
+            sum(1 for o, _ in exact if o in olders) / len(exact) if exact else 1.0
+        )
+        result["exactPairs"] = len(exact)
+        result["exactItems"] = len(head)
+    return result
+
+
+def dedup_scale(bench: Bench, sizes: Sequence[int], seed: int) -> None:
+    for n in sizes:
+        _log(f"dedup at {n} texts: preparing the session")
+        session, sidecar = dups_session(n, seed, 2000)
+        mb = session.stat().st_size / MB
+        code = (
+            "import json, sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
+            "from bench.run import child_dedup\n"
+            "r = child_dedup(Path(sys.argv[2]), Path(sys.argv[3]), 5000, int(sys.argv[4]))\n"
+            "sys.stdout.write(json.dumps(r))\n"
+        )
+        exact_items = 4000 if n == min(sizes) else 0
+        proc = run_proc(
+            [sys.executable, "-c", code, str(ROOT), str(session), str(sidecar), str(exact_items)],
+            env=bench.env,
+            stdout=subprocess.PIPE,
+        )
+        r = json.loads(proc.stdout)
+        should = r.pop("should")
+        note = f"recall {r['recall']:.4f} on {r['recallSample']} pairs with J>=0.6"
+        if "recallVsExact" in r:
+            note += f"; vs exact all-pairs on {r['exactItems']}: {r['recallVsExact']:.4f}"
+        bench.add(
+            Row(
+                f"find_duplicates {n // 1000}k texts",
+                r["seconds"],
+                r["chars"] / MB,
+                peak_mb=r["peakKb"] / 1024,
+                target=f"< 30 s, recall >= 0.98: {'met' if r['seconds'] < 30 and r['recall'] >= 0.98 else 'NOT met'}"
+                if n >= 100_000
+                else "",
+                note=f"{r['pairs']} pairs, cpu {r['cpuSeconds']:.1f} s; {note}",
+                extra=r,
+            )
+        )
+        work = bench.tmp / "dups"
+        work.mkdir(exist_ok=True)
+        target = work / session.name
+        shutil.copyfile(session, target)
+        proc = run_proc(
+            [*bench.cc, "dedup", "--estimate", "-q", str(target)],
+            env=bench.env,
+        )
+        last = target.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        event = orjson.loads(last)
+        olders = set(event.get("duplicateOf", {})) if event.get("mode") == "dedup" else set()
+        found = sum(1 for o, _ in should if o in olders)
+        recall = found / len(should) if should else 1.0
+        shutil.rmtree(work)
+        bench.add(
+            Row(
+                f"dedup --estimate, {n // 1000}k tool outputs",
+                proc.seconds,
+                mb,
+                peak_mb=proc.peak_kb / 1024,
+                note=f"{len(olders)} pairs; recall {recall:.4f}; session {mb:.0f} MB",
+                extra={"recall": recall, "pairs": len(olders)},
+            )
+        )
+
+
+# --- many files -----------------------------------------------------------------------------
+
+
+def many_files(bench: Bench, count: int, seed: int) -> dict[str, Any]:
+    """``--jobs 2`` over 100 and over ``count`` small sessions: memory must stay flat."""
+    from bench.gen_corpus import write_corpus
+
+    folder = CORPUS_DIR / f"many-{count}-s{seed}"
+    files = write_corpus(
+        folder,
+        total_mb=count * 0.04,
+        seed=seed + 100,
+        max_session_mb=0.2,
+        min_session_kb=4,
+        prefix="small",
+    )
+    files = files[:count]
+    out: dict[str, Any] = {"files": {}}
+    for n in (100, count):
+        subset = files[:n]
+        work = copy_corpus(subset, bench.tmp / f"many-{n}")
+        mb = sum(f.stat().st_size for f in work) / MB
+        facts = [file_facts(f) for f in work]
+        budget = budget_mb(facts)
+        for label, args in (
+            ("inspect --estimate --jobs 2", ["inspect", "--estimate", "--jobs", "2"]),
+            ("inspect --estimate --json --jobs 2", ["inspect", "--estimate", "--json", "--jobs", "2"]),
+            ("rules --jobs 2", ["rules", "-q", "--jobs", "2", "--json"]),
+        ):
+            proc = run_proc(
+                [*bench.cc, *args, str(work[0].parent)],
+                env=bench.env,
+                stdout=subprocess.PIPE,
+                sample=True,
+            )
+            if "--json" in args:
+                doc = orjson.loads(proc.stdout)
+                done = len(doc["files"])
+            else:
+                done = proc.stdout.count(b"  [canonical]")
+            ok = done == n and proc.returncode in (0, 1)
+            bench.add(
+                Row(
+                    f"{label}, {n} files",
+                    proc.seconds,
+                    mb,
+                    peak_mb=proc.peak_kb / 1024,
+                    budget_mb=budget,
+                    note=(
+                        f"parent {proc.parent_kb / 1024:.0f} MB, workers "
+                        f"{proc.worker_kb / 1024:.0f} MB; {done}/{n} files"
+                        + ("" if ok else " FAILED")
+                    ),
+                    extra={
+                        "parentKb": proc.parent_kb,
+                        "workerKb": proc.worker_kb,
+                        "done": done,
+                        "ms_per_file": proc.seconds * 1000 / n,
+                    },
+                )
+            )
+            out["files"].setdefault(label, {})[n] = {
+                "parentKb": proc.parent_kb,
+                "workerKb": proc.worker_kb,
+                "seconds": proc.seconds,
+            }
+        shutil.rmtree(work[0].parent)
+    return out
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)
+
+
+def table(rows: Sequence[Row]) -> str:
+    head = ["measurement", "MB/s", "ratio", "of baseline", "peak RSS MB", "budget", "s", "target", "note"]
+    body = []
+    for r in rows:
+        body.append(
+            [
+                r.name,
+                _fmt(r.mbps, ".1f"),
+                _fmt(r.ratio, ".3f"),
+                r.baseline,
+                _fmt(r.peak_mb, ".0f"),
+                _fmt(r.budget_mb, ".0f"),
+                _fmt(r.seconds, ".3f" if r.seconds < 10 else ".1f"),
+                r.target,
+                r.note,
+            ]
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    numeric = {1, 2, 4, 5, 6}
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    out = [line(head), line(["-" * w for w in widths])]
+    out += [line(b) for b in body]
+    return "\n".join(out) + "\n"
+
+
+def mark_targets(bench: Bench) -> None:
+    rows = {r.name: r for r in bench.rows}
+
+    def mark(name: str, text: str, ok: bool) -> None:
+        if name in rows:
+            rows[name].target = f"{text}: {'met' if ok else 'NOT met'}"
+
+    for jobs in (1, 2):
+        r = rows.get(f"inspect --estimate --jobs {jobs}")
+        if r is not None and r.mbps:
+            jq = bench.base.get("jq -c .")
+            vs_jq = r.mbps / jq if jq else None
+            ok = (r.ratio or 0) >= 0.5 and (vs_jq is None or vs_jq >= 3)
+            jq_text = f", {vs_jq:.1f}x jq" if vs_jq is not None else ""
+            mark(r.name, f">=0.50 loads & >=3x jq ({jq_text.strip(', ')})", ok)
+            r.extra["vsJq"] = vs_jq
+        r = rows.get(f"inspect (exact) --jobs {jobs}")
+        if r is not None and r.ratio is not None:
+            one = bench.base.get("tiktoken 1 thread")
+            r.extra["vsTiktoken1"] = r.mbps / one if one and r.mbps else None
+            if jobs == 2:
+                mark(r.name, ">=0.80", r.ratio >= 0.8)
+    r = rows.get("rules - | dedup - | compact --micro-only -")
+    if r is not None and r.ratio is not None:
+        mark(r.name, ">=0.40", r.ratio >= 0.4)
+    r = rows.get("compactctl --help")
+    if r is not None:
+        none = not any(r.extra.get("litellm", {}).values())
+        mark(r.name, "<=150 ms, no litellm", r.seconds <= 0.150 and none)
+    for r in bench.rows:
+        if r.budget_mb is not None and r.peak_mb is not None and not r.target:
+            r.target = f"RSS: {'met' if r.peak_mb <= r.budget_mb else 'NOT met'}"
+
+
+def main() -> int:
+    from bench.gen_corpus import write_corpus
+
+    mb = float(os.environ.get("BENCH_MB", "200"))
+    seed = int(os.environ.get("BENCH_SEED", "1"))
+    skip = {s.strip() for s in os.environ.get("BENCH_SKIP", "").split(",") if s.strip()}
+    dedup_sizes = [int(x) for x in os.environ.get("BENCH_DEDUP_N", "20000,100000").split(",") if x]
+    many = int(os.environ.get("BENCH_MANY", "1000"))
+    started = time.time()
+
+    folder = CORPUS_DIR / f"main-{mb:g}mb-s{seed}"
+    _log(f"corpus: {folder} ({mb:g} MB)")
+    files = write_corpus(folder, total_mb=mb, seed=seed, max_session_mb=min(12.0, max(0.2, mb / 8)))
+    facts = [file_facts(f) for f in files]
+    for f in files:  # warm the page cache
+        f.read_bytes()
+    tmp = Path(tempfile.mkdtemp(prefix="compactctl-bench-"))
+    try:
+        bench = Bench(files, facts, tmp)
+        _log(
+            f"{len(files)} sessions, {bench.total:.1f} MB, "
+            f"{sum(f.messages for f in facts)} messages, largest {max(f.size for f in facts) / MB:.1f} MB"
+        )
+        if "baselines" not in skip:
+            bench.baselines()
+        if "inspect" not in skip:
+            bench.inspect()
+        if "layers" not in skip:
+            bench.layers()
+        if "chain" not in skip:
+            bench.chain()
+        if "startup" not in skip:
+            bench.startup()
+        if "dedup" not in skip:
+            dedup_scale(bench, dedup_sizes, seed)
+        many_doc = many_files(bench, many, seed) if "many" not in skip else {}
+        mark_targets(bench)
+        text = table(bench.rows)
+        sys.stdout.write(text)
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        result = RESULTS_DIR / f"bench-{stamp}.json"
+        doc = {
+            "started": datetime.fromtimestamp(started, UTC).isoformat(),
+            "seconds": time.time() - started,
+            "benchMb": mb,
+            "seed": seed,
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+            "corpus": {
+                "folder": str(folder),
+                "files": len(files),
+                "bytes": sum(f.size for f in facts),
+                "messages": sum(f.messages for f in facts),
+                "largestFile": max(f.size for f in facts),
+                "longestLine": max(f.longest_line for f in facts),
+                "budgetMb": bench.budget,
+            },
+            "baselines": bench.base,
+            "rows": [
+                {**{k: v for k, v in asdict(r).items()}, "mbps": r.mbps} for r in bench.rows
+            ],
+            "manyFiles": many_doc,
+            "table": text,
+        }
+        result.write_text(json.dumps(doc, indent=1, default=str))
+        _log(f"wrote {result.relative_to(ROOT)} in {time.time() - started:.0f} s")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
