@@ -28,7 +28,6 @@ import math
 import random
 import sys
 import uuid as uuidlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,7 +39,12 @@ __all__ = ["GENERATOR_VERSION", "session_lines", "session_sizes", "write_corpus"
 GENERATOR_VERSION = 1
 """Bump when the bytes a seed produces change (cached corpora are then rebuilt)."""
 
-_WORDS = (
+
+def _split(words: str) -> list[str]:
+    return words.split()
+
+
+_WORDS = _split(
     "cache config parser record entry window ledger token buffer stream session writer reader "
     "index batch queue worker router handler client server request response payload schema "
     "field value offset limit page cursor filter mapper reducer loader store bucket shard "
@@ -49,23 +53,23 @@ _WORDS = (
     "layout render widget panel report export import migrate upgrade rollback commit branch "
     "merge rebase patch diff hunk line column table row cell key item node edge graph path "
     "route plan task step stage phase job run build test check lint format deploy release"
-).split()
-_VERBS = (
+)
+_VERBS = _split(
     "load save parse read write open close flush sync merge split apply build render check "
     "validate resolve compute update create delete fetch send receive encode decode format "
     "normalize collect group sort filter map reduce emit handle retry schedule"
-).split()
-_PROSE = (
+)
+_PROSE = _split(
     "the a of to in and is for on with that this it as be by at from was not we can should "
     "will now then when because so but if only still also again first next last new old "
     "value test file function error case result change fix bug problem reason step call"
-).split()
-_CJK_PHRASES = (
+)
+_CJK_PHRASES = _split(
     "先复现问题 再修改代码 测试通过了 这个函数 配置文件 缓存目录 环境变量 应该优先 "
     "不要重命名 保持兼容 解析时间戳 时区偏移 边界情况 回退到旧格式 分页逻辑 最后一页 "
     "重复条目 根本原因 修复方案 单元测试 集成测试 构建失败 依赖版本 日志输出 性能问题 "
     "内存占用 并发写入 文件锁 增量更新 迁移说明 发布之前 待办事项 已完成 进行中"
-).split()
+)
 _CJK_PUNCT = ("，", "。", "；", "：", "！", "？")
 _EMOJI = ("✅", "🚀", "⚠️", "🐛", "📝", "✨", "🔧", "❌")
 _TOOLS_PY = ("pytest", "ruff", "mypy")
@@ -176,7 +180,8 @@ class _Writer:
     def _ts_block(self) -> list[str]:
         r = self.rng
         name = self.camel()
-        out = ["", f"export function {r.choice(_VERBS)}{name.capitalize()}(input: Input): Output {{"]
+        head = f"export function {r.choice(_VERBS)}{name.capitalize()}(input: Input): Output {{"
+        out = ["", head]
         for _ in range(r.randint(2, 10)):
             v = self.camel()
             out.append(
@@ -203,7 +208,7 @@ class _Writer:
                 r.choice(
                     (
                         f"\t{v}, err := s.{self.camel().capitalize()}(ctx, req.{name})",
-                        "\tif err != nil {\n\t\treturn fmt.Errorf(\"%w\", err)\n\t}",
+                        '\tif err != nil {\n\t\treturn fmt.Errorf("%w", err)\n\t}',
                         f"\t// {self.sentence(4, 9)}",
                         f"\ts.metrics.{self.camel().capitalize()}.Inc()",
                     )
@@ -327,7 +332,8 @@ class _Writer:
                     f"{r.randint(0, 9)}"
                 )
             else:
-                line = f"npm WARN deprecated {self.ident()}@{r.randint(1, 9)}.0.0: {self.sentence()}"
+                package = f"{self.ident()}@{r.randint(1, 9)}.0.0"
+                line = f"npm WARN deprecated {package}: {self.sentence()}"
             out.append(line)
             total += len(line) + 1
         return "\n".join(out)
@@ -338,7 +344,8 @@ class _Writer:
         for f in project.files[: r.randint(3, 40)]:
             mode = r.choice(("-rw-r--r--", "-rwxr-xr-x"))
             size = sum(len(x) + 1 for x in f.lines)
-            out.append(f"{mode} 1 dev staff {size:>7} Jun {r.randint(1, 28):>2} 10:{r.randint(10, 59)} {f.path}")
+            day, minute = r.randint(1, 28), r.randint(10, 59)
+            out.append(f"{mode} 1 dev staff {size:>7} Jun {day:>2} 10:{minute} {f.path}")
         return "\n".join(out)
 
     def git_log(self) -> str:
@@ -413,7 +420,9 @@ class _Session:
         self.size = 0
         self.lines: list[bytes] = []
         self.project = _make_project(self.w, min(1.0, target / 8_000_000))
-        self.failing: set[str] = set(rng.sample(self.project.tests, min(3, len(self.project.tests))))
+        self.failing: set[str] = set(
+            rng.sample(self.project.tests, min(3, len(self.project.tests)))
+        )
 
     def _stamp(self, lo: float, hi: float) -> str:
         self.time += timedelta(seconds=self.rng.uniform(lo, hi))
@@ -571,7 +580,9 @@ def session_lines(seed: int, target_bytes: int, *, cjk: bool | None = None) -> l
     return s.lines
 
 
-def session_sizes(total_bytes: int, seed: int, *, max_bytes: int, min_bytes: int = 4_000) -> list[int]:
+def session_sizes(
+    total_bytes: int, seed: int, *, max_bytes: int, min_bytes: int = 4_000
+) -> list[int]:
     """Target sizes of the sessions: log-uniform in [min_bytes, max_bytes], summing to about
     ``total_bytes``."""
     rng = random.Random(seed ^ 0x5EED)

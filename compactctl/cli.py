@@ -22,6 +22,9 @@ from .errors import EXIT_USAGE, CompactError
 from .files import STDIN, discover
 from .report import Report
 
+EXIT_PIPE = 141
+"""Exit code when stdout was closed by the reader (128 + SIGPIPE), as ``cat | head`` gives."""
+
 app = typer.Typer(
     name="compactctl",
     help=(
@@ -68,6 +71,20 @@ DryRunOpt = Annotated[
 ]
 
 
+def _pipe_safe(command: Callable[..., None]) -> Callable[..., None]:
+    """End a command quietly with exit code 141 when the reader closes stdout (``| head``)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except BrokenPipeError:
+            _quiet_stdout()
+            raise typer.Exit(EXIT_PIPE) from None
+
+    return run
+
+
 def _err(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
 
@@ -78,11 +95,18 @@ def _fail_usage(message: str) -> None:
 
 
 def _settings(config: str | None, command: str) -> Settings:
+    from .config import unknown_keys
+
     try:
-        table, _ = load_config(config)
+        table, used = load_config(config)
     except CompactError as exc:
         _fail_usage(str(exc))
         raise  # unreachable
+    for key in unknown_keys(table):
+        _err(
+            f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
+            "long option names with _, see --help)"
+        )
     return Settings(table, command)
 
 
@@ -157,6 +181,8 @@ def _guarded(
         if exc.path is None:
             exc.path = path
         return exc
+    except BrokenPipeError:
+        raise  # the reader went away: stop the whole run (main exits 141)
     except Exception as exc:  # one bad file never stops the others
         if debug:
             raise
@@ -168,14 +194,16 @@ def _guarded(
         )
 
 
-def _dump_json(doc: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
+def _dump_json(doc: Any, *, to_stderr: bool = False) -> None:
+    stream = sys.stderr if to_stderr else sys.stdout
+    stream.flush()
+    stream.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    stream.flush()
 
 
-def _finish(report: Report, verb: str, quiet: bool) -> None:
+def _finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
     if not quiet and (len(report.results) + len(report.failures)) > 1:
-        _err(report.summary(verb))
+        _err(report.summary(verb, rest))
     raise typer.Exit(report.return_code)
 
 
@@ -208,6 +236,7 @@ def main_callback(
         "  cat session.jsonl | compactctl inspect --estimate -"
     ),
 )
+@_pipe_safe
 def inspect_cmd(
     paths: Annotated[
         list[str] | None,
@@ -322,7 +351,7 @@ def inspect_cmd(
         from .commands import inspect_totals
 
         _dump_json({"files": results, "totals": inspect_totals(results, report)})
-    _finish(report, "with findings", quiet)
+    _finish(report, "with findings", quiet, rest="clean")
 
 
 def _store_report(db: str | None, days: int, json_out: bool) -> None:
@@ -352,8 +381,29 @@ def _store_report(db: str | None, days: int, json_out: bool) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A library error that escapes a command (a bad setting found late) becomes its message
+    and exit code, never a traceback; a closed stdout (``| head``) ends the run quietly with
+    141, the code of a process killed by SIGPIPE, as other filters do.
+    """
+    try:
+        app()
+    except CompactError as exc:
+        if os.environ.get("COMPACTCTL_DEBUG"):
+            raise
+        _err(f"compactctl: error: {exc}")
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(EXIT_PIPE)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 # --- options of the commands that change transcripts ---------------------------------------
@@ -418,12 +468,37 @@ def _output_options(
     fmt: str | None,
     db: str | None,
     no_store: bool,
-    nfiles: int,
+    paths: list[str],
 ) -> Any:
-    from .commands import OutputOptions
+    from .commands import OutputOptions, output_name
 
-    if output is not None and nfiles != 1:
-        _fail_usage("-o/--output takes exactly one input; run once per file, or omit -o")
+    output_dir = None
+    if output is not None and (os.path.isdir(output) or output.endswith(os.sep)):
+        output_dir = output
+        if not (dry_run or check):
+            os.makedirs(output_dir, exist_ok=True)
+        output = None
+    if output is not None or output_dir is not None:
+        files, _ = discover(paths)
+        if output is not None and len(files) > 1:
+            _fail_usage(
+                f"-o {output} would receive {len(files)} transcripts; give a folder "
+                "(-o DIR/) to write one file per input, or omit -o to append in place"
+            )
+        for f in files:
+            if output is not None and f != STDIN and _same_path(f, output):
+                _fail_usage(
+                    f"-o names the input {f} itself; write to another file (compactctl never "
+                    "rewrites a transcript), or omit -o to append to a canonical one in place"
+                )
+        if output_dir is not None:
+            targets = [os.path.join(output_dir, output_name(f)) for f in files]
+            clash = {t for t in targets if targets.count(t) > 1}
+            if clash:
+                _fail_usage(f"two inputs would both be written to {sorted(clash)[0]}")
+            for f, t in zip(files, targets, strict=True):
+                if f != STDIN and _same_path(f, t):
+                    _fail_usage(f"-o {output_dir} would overwrite the input {f}; use another dir")
     if as_format not in {"canonical", "openai"}:
         _fail_usage(f"--as must be canonical or openai, not {as_format!r}")
     if as_format != "canonical" and not materialize:
@@ -432,6 +507,7 @@ def _output_options(
         _fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     return OutputOptions(
         output=output,
+        output_dir=output_dir,
         materialize=materialize,
         as_format=as_format,
         dry_run=dry_run,
@@ -443,6 +519,13 @@ def _output_options(
     )
 
 
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _report_changes(
     report: Report,
     results: list[dict[str, Any]],
@@ -451,7 +534,10 @@ def _report_changes(
     quiet: bool,
     line: Callable[[dict[str, Any]], str],
 ) -> None:
+    """The per-file report: lines on stderr, or with ``--json`` one JSON document on stdout
+    (on stderr when stdout already carries the transcript, so the data stays parseable)."""
     if json_out:
+        data_on_stdout = any(r.get("written") == STDIN for r in results)
         _dump_json(
             {
                 "files": results,
@@ -461,7 +547,8 @@ def _report_changes(
                     "failed": len(report.failures),
                     "errors": [{"path": p, "message": e.message} for p, e in report.failures],
                 },
-            }
+            },
+            to_stderr=data_on_stdout,
         )
     elif not quiet:
         for r in results:
@@ -480,6 +567,7 @@ def _run_transform(
     desc: str,
     verb: str,
     line: Callable[[dict[str, Any]], str],
+    dry: bool = False,
 ) -> None:
     """Run a transcript-changing command over PATHS, report, and exit with the code."""
     report = Report(check=check)
@@ -490,7 +578,7 @@ def _run_transform(
         report.done(result, changed=result["changed"])
         results.append(result)
     _report_changes(report, results, json_out=json_out, quiet=quiet, line=line)
-    _finish(report, verb, quiet)
+    _finish(report, f"would be {verb}" if dry else verb, quiet)
 
 
 def _verb(r: dict[str, Any], done: str, would: str) -> str:
@@ -525,14 +613,15 @@ def _compact_line(r: dict[str, Any]) -> str:
     "compact",
     epilog=(
         "Examples:\n\n"
-        "  compactctl compact --force session.jsonl            # append a summary in place\n\n"
-        "  compactctl compact ~/sessions/ --jobs 2             # compact where triggers fire\n\n"
+        "  compactctl compact --force session.jsonl\n\n"
+        "  compactctl compact ~/sessions/ --jobs 2\n\n"
         "  compactctl compact --force --materialize -o ctx.jsonl session.jsonl\n\n"
         "  compactctl compact --model openai/gpt-4o-mini --force session.jsonl\n\n"
-        "  compactctl compact --check ~/sessions/              # CI gate: exit 1 if work\n\n"
+        "  compactctl compact --check ~/sessions/\n\n"
         "  cat s.jsonl | compactctl compact --force - > out.jsonl"
     ),
 )
+@_pipe_safe
 def compact_cmd(
     paths: Paths,
     force: Annotated[
@@ -653,7 +742,6 @@ def compact_cmd(
     from .micro import MicroParams
 
     s = _settings(config, "compact")
-    files_n = len(paths)
     out = _output_options(
         s,
         output=output,
@@ -666,7 +754,7 @@ def compact_cmd(
         fmt=fmt,
         db=db,
         no_store=no_store,
-        nfiles=files_n,
+        paths=paths,
     )
     pres = tuple(preserve) if preserve else tuple(s.get("preserve", None, [], list))
     try:
@@ -705,6 +793,7 @@ def compact_cmd(
         settings=s,
         jobs=jobs,
         check=check,
+        dry=dry_run or check,
         json_out=json_out,
         quiet=quiet,
         desc="compact",
@@ -726,12 +815,13 @@ def _rules_line(r: dict[str, Any]) -> str:
     "rules",
     epilog=(
         "Examples:\n\n"
-        "  compactctl rules session.jsonl                      # append a rules CompactEvent\n\n"
+        "  compactctl rules session.jsonl\n\n"
         "  compactctl rules --list\n\n"
         "  compactctl rules --only ansi --only whitespace logs/\n\n"
         "  compactctl rules - < s.jsonl | compactctl dedup - | compactctl compact - > out.jsonl"
     ),
 )
+@_pipe_safe
 def rules_cmd(
     paths: Annotated[
         list[str] | None,
@@ -816,7 +906,7 @@ def rules_cmd(
         fmt=fmt,
         db=db,
         no_store=no_store,
-        nfiles=len(paths),
+        paths=paths,
     )
     opts = RulesOptions(only=tuple(only) if only else None, skip=tuple(skip or ()))
     try:
@@ -830,10 +920,11 @@ def rules_cmd(
         settings=s,
         jobs=jobs,
         check=check,
+        dry=dry_run or check,
         json_out=json_out,
         quiet=quiet,
         desc="rules",
-        verb="rewritten",
+        verb="changed by rules",
         line=_rules_line,
     )
 
@@ -857,6 +948,7 @@ def _dedup_line(r: dict[str, Any]) -> str:
         "  compactctl rules - < s.jsonl | compactctl dedup - | compactctl compact - > out.jsonl"
     ),
 )
+@_pipe_safe
 def dedup_cmd(
     paths: Paths,
     threshold: Annotated[
@@ -908,7 +1000,7 @@ def dedup_cmd(
         fmt=fmt,
         db=db,
         no_store=no_store,
-        nfiles=len(paths),
+        paths=paths,
     )
     try:
         opts = DedupOptions(
@@ -926,6 +1018,7 @@ def dedup_cmd(
         settings=s,
         jobs=jobs,
         check=check,
+        dry=dry_run or check,
         json_out=json_out,
         quiet=quiet,
         desc="dedup",
@@ -943,6 +1036,7 @@ def dedup_cmd(
         "  compactctl convert --list-formats"
     ),
 )
+@_pipe_safe
 def convert_cmd(
     paths: Annotated[
         list[str] | None,
@@ -982,12 +1076,25 @@ def convert_cmd(
     if not paths:
         _fail_usage("missing PATHS; see compactctl convert --help")
     assert paths is not None
-    if output is not None and len(paths) != 1:
-        _fail_usage("-o/--output takes exactly one input")
-    from .commands import load
+    from .commands import load, output_name
     from .files import write_output
     from .jsonl import dump_events
 
+    s = _settings(None, "convert")
+    out = _output_options(
+        s,
+        output=output,
+        materialize=False,
+        as_format="canonical",
+        dry_run=False,
+        check=False,
+        lock_timeout=None,
+        tier=None,
+        fmt=fmt,
+        db="",
+        no_store=True,
+        paths=paths,
+    )
     report = Report()
     files, errors = discover(paths)
     for e in errors:
@@ -996,7 +1103,10 @@ def convert_cmd(
     for f in files:
         try:
             name, events = load(f, fmt)
-            write_output(output or STDIN, dump_events(events))
+            target = out.output or STDIN
+            if out.output_dir is not None:
+                target = os.path.join(out.output_dir, output_name(f))
+            write_output(target, dump_events(events))
             report.done({"path": f, "format": name, "events": len(events)}, changed=True)
             if not quiet:
                 _err(f"{f}: {name} -> canonical, {len(events)} events")
@@ -1026,6 +1136,7 @@ def _tiers_line(r: dict[str, Any]) -> str:
         "  compactctl tiers --tier L0 --materialize -o ctx.jsonl s.jsonl"
     ),
 )
+@_pipe_safe
 def tiers_cmd(
     paths: Paths,
     tier: Annotated[
@@ -1074,7 +1185,7 @@ def tiers_cmd(
         fmt=fmt,
         db=db,
         no_store=no_store,
-        nfiles=len(paths),
+        paths=paths,
     )
     worker = functools.partial(
         tiers_path,
@@ -1090,6 +1201,7 @@ def tiers_cmd(
         settings=s,
         jobs=jobs,
         check=check,
+        dry=dry_run or check,
         json_out=json_out,
         quiet=quiet,
         desc="tiers",

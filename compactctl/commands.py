@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -184,6 +184,7 @@ class OutputOptions:
     Attributes:
         output: ``-o`` target (a path or ``-``); ``None``: append in place (a file) or
             stream to stdout (stdin input).
+        output_dir: ``-o DIR/``: each input is written to ``DIR/`` + :func:`output_name`.
         materialize: write the effective context instead of the log.
         as_format: ``canonical`` or ``openai`` (Chat Completions messages), materialize only.
         dry_run: report only.
@@ -196,6 +197,7 @@ class OutputOptions:
     """
 
     output: str | None = None
+    output_dir: str | None = None
     materialize: bool = False
     as_format: str = "canonical"
     dry_run: bool = False
@@ -231,6 +233,8 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
     """
     fmt, events = load(path, out.fmt)
     new, report = planner(events, path)
+    if out.output_dir is not None:
+        out = replace(out, output=os.path.join(out.output_dir, output_name(path)))
     result: dict[str, Any] = {
         **report,
         "path": path,
@@ -246,7 +250,8 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
     target = out.output
     if target is not None and target != STDIN and path != STDIN and _same_file(path, target):
         raise UsageError(
-            "-o names the input itself; omit -o to append in place (old bytes are kept)",
+            "-o names the input itself; write to another file (compactctl never rewrites a "
+            "transcript), or omit -o to append to a canonical transcript in place",
             path=path,
         )
     if out.materialize:
@@ -263,7 +268,8 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
         return result
     if fmt != "canonical":
         raise UsageError(
-            f"is a {fmt} transcript; compactctl never appends to another agent's file. "
+            f"is {'an' if fmt[0] in 'aeio' else 'a'} {fmt} transcript; compactctl never "
+            "appends to another agent's file. "
             "Pass -o FILE (or -o -) to write canonical JSONL with the result",
             path=path,
         )
@@ -274,6 +280,23 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
         )
         result["changed"] = done.written > 0
     return result
+
+
+def output_name(path: str) -> str:
+    """The file name an input gets under ``-o DIR/``: its own name, ``.gz`` dropped, always
+    ending in ``.jsonl`` (``-`` is ``stdin.jsonl``).
+
+    >>> output_name("/a/rollout-1.jsonl.gz"), output_name("t.traj"), output_name("-")
+    ('rollout-1.jsonl', 't.jsonl', 'stdin.jsonl')
+    """
+    if path == STDIN:
+        return "stdin.jsonl"
+    name = os.path.basename(path)
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if not name.endswith(".jsonl"):
+        name = os.path.splitext(name)[0] + ".jsonl"
+    return name
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -18,7 +18,48 @@ from typing import Any, TypeVar
 
 from .errors import UsageError
 
-__all__ = ["Settings", "default_config_path", "load_config"]
+__all__ = [
+    "KNOWN_KEYS",
+    "COMMANDS",
+    "Settings",
+    "default_config_path",
+    "load_config",
+    "unknown_keys",
+]
+
+KNOWN_KEYS = frozenset(
+    {
+        "context_window", "db", "encoding", "input_token_threshold", "instructions", "jobs",
+        "keep_recent", "keep_turns", "lock_timeout", "max_summary_chars", "micro_trigger",
+        "min_chars", "min_saving", "model", "num_retries", "pin_patterns", "preserve",
+        "redact", "scope", "strategy", "summary_format", "summary_trigger", "threshold",
+        "tiers_model", "timeout",
+    }
+)  # fmt: skip
+"""Every key a config file may set (the long option names with ``_``, plus config-only
+``pin_patterns``, ``preserve``, ``redact``, ``tiers_model``)."""
+
+COMMANDS = frozenset({"inspect", "compact", "rules", "dedup", "tiers", "convert"})
+"""The tables a config file may have, one per command."""
+
+
+def unknown_keys(table: Mapping[str, Any]) -> list[str]:
+    """The keys of a parsed config file that compactctl does not know (typos), dotted.
+
+    >>> unknown_keys({"model": "x", "compact": {"keep_recnt": 3}, "tiers": {"tier": 1}})
+    ['compact.keep_recnt', 'tiers.tier']
+    """
+    out = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            if key not in COMMANDS:
+                out.append(f"[{key}]")
+                continue
+            out.extend(f"{key}.{k}" for k in value if k not in KNOWN_KEYS)
+        elif key not in KNOWN_KEYS:
+            out.append(key)
+    return out
+
 
 T = TypeVar("T")
 

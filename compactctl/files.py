@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import orjson
+
 from .errors import InputError, UsageError, WriteError
-from .jsonl import read_stream
+from .jsonl import parse_line, read_stream
 from .locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
 from .model import Event
 
@@ -173,12 +175,27 @@ def append_events(
 ) -> AppendResult:
     """Append events to a transcript safely: the one write path into an existing file.
 
-    Under an exclusive ``flock``: events whose ``uuid`` is already in the file are skipped
-    (idempotence: layers derive uuids from their content); if the file does not end in
-    ``\\n``, wait up to ``torn_wait`` seconds for the writer to finish the line, then treat it
-    as torn (left in place) and start on a new line; write every record in one ``os.write``
-    and ``fsync``. If the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is
-    truncated back to its old size, so no partial record is left and the old bytes are intact.
+    Under an exclusive ``flock``: events whose ``uuid`` is already the uuid of a record in
+    the file are skipped (idempotence: layers derive uuids from their content; a malformed or
+    torn line that merely contains the uuid, such as a record cut short by a crash, does not
+    count, so a re-run writes the event whole); if the file does not end in ``\\n``, wait up
+    to ``torn_wait`` seconds for the writer to finish the line, then treat it as torn (left in
+    place) and start on a new line; write every record in one ``os.write`` and ``fsync``. If
+    the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is truncated back to its
+    old size, so no partial record is left and the old bytes are intact. A process killed
+    during the write (SIGKILL, power loss) can leave a torn partial record; it is kept and
+    skipped like any torn line, and the next run appends the events whole after it (if the
+    kill left one of the records whole but for its ``\\n``, the next run ends that line
+    instead of writing the record twice).
+
+    A writer that does not take the lock (an agent) is waited for when it is mid-line; the
+    payload is built before that check, so only the two system calls between the check and
+    the write remain as a window in which an agent starting a new line in several ``write()``
+    calls could be joined by our record (an agent writing each line with one ``write()``, as
+    ``O_APPEND`` writers do, is never split).
+
+    A gzip-compressed transcript is never appended to (plain lines after a gzip stream would
+    make it unreadable): the caller gets a :class:`UsageError` and must pass ``-o``.
 
     Args:
         path: the transcript (must exist; not ``-``).
@@ -190,6 +207,7 @@ def append_events(
         LockTimeout: the lock was held by another process for ``lock_timeout`` seconds.
         WriteError: the file cannot be opened for writing, or the write failed (nothing
             partial remains).
+        UsageError: ``path`` is ``-`` or a gzip-compressed file (nothing was written).
     """
     if path == STDIN:
         raise UsageError("cannot append to standard input")
@@ -205,30 +223,58 @@ def append_events(
     try:
         with exclusive_lock(fd, path, lock_timeout):
             size = os.fstat(fd).st_size
-            fresh = _not_in_file(fd, size, events)
-            if not fresh:
+            if size >= 2 and os.pread(fd, 2, 0) == GZIP_MAGIC:
+                raise UsageError(
+                    "is gzip-compressed; compactctl does not append to a compressed "
+                    "transcript (nothing was written). Pass -o FILE to write the result",
+                    path=path,
+                )
+            fresh, own_tail = _not_in_file(fd, size, events)
+            if not fresh and not own_tail:
                 return AppendResult(0, len(events), 0, False, size)
+            records = b"".join(e.to_json() + b"\n" for e in fresh)
             size, torn = _wait_for_line_end(fd, size, torn_wait)
-            payload = b"".join(e.to_json() + b"\n" for e in fresh)
-            if torn:
-                payload = b"\n" + payload
-            _write_whole(fd, path, payload, size)
+            payload = b"\n" + records if torn else records
+            if payload:
+                _write_whole(fd, path, payload, size)
             return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, size)
     finally:
         os.close(fd)
 
 
-def _not_in_file(fd: int, size: int, events: Sequence[Event]) -> list[Event]:
-    """The events whose ``"uuid":"..."`` does not occur in the first ``size`` bytes."""
+def _not_in_file(fd: int, size: int, events: Sequence[Event]) -> tuple[list[Event], bool]:
+    """``(fresh, own_tail)``: the events whose uuid is not that of a record in the first
+    ``size`` bytes, and whether the file ends in one of ``events`` without its ``\\n``.
+
+    ``"uuid":"..."`` is searched for, and a match counts only when its whole line parses as
+    an object with that ``uuid``. A record cut short by a crash, or a malformed line, does
+    not hide an event that was never written whole. A last line that is one of our records,
+    whole but for its ``\\n`` (a crash just before the end of the write), counts as written;
+    ``own_tail`` tells the caller to end that line, so replay sees it.
+    """
     if size == 0:
-        return list(events)
+        return list(events), False
     with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
-        fresh = []
-        for e in events:
-            uuid = e.uuid
-            if uuid is None or mm.find(b'"uuid":"' + uuid.encode() + b'"') < 0:
-                fresh.append(e)
-        return fresh
+        fresh = [e for e in events if e.uuid is None or not _has_record(mm, e.uuid)]
+        own_tail = False
+        if mm[size - 1 : size] != b"\n":
+            tail = parse_line(mm[mm.rfind(b"\n") + 1 :]).uuid
+            own_tail = tail is not None and any(e.uuid == tail for e in events)
+        return fresh, own_tail
+
+
+def _has_record(mm: mmap.mmap, uuid: str) -> bool:
+    needle = b'"uuid":' + orjson.dumps(uuid)
+    pos = mm.find(needle)
+    while pos >= 0:
+        end = mm.find(b"\n", pos)
+        if end < 0:
+            end = len(mm)
+        start = mm.rfind(b"\n", 0, pos) + 1
+        if parse_line(mm[start:end]).uuid == uuid:
+            return True
+        pos = mm.find(needle, end)
+    return False
 
 
 def _wait_for_line_end(fd: int, size: int, wait: float) -> tuple[int, bool]:
@@ -265,7 +311,11 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
     """Write lines to ``target``: ``-`` streams to stdout, a path is written atomically.
 
     A file is written to a temporary file in the same folder, fsynced, then renamed over
-    ``target``, so the target is either the old file or the complete new one.
+    ``target``, so the target is either the old file or the complete new one. The new file
+    gets the old target's permission bits, or the usual ones (``0o666`` less the umask) for a
+    new target. A process killed mid-write leaves the target intact and may leave its
+    temporary ``.compactctl-*.tmp`` file behind. A symlink ``target`` is replaced by the new
+    file (the file it pointed to is not written).
 
     Returns:
         bytes written.
@@ -290,6 +340,7 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
     total = 0
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fd, _output_mode(target))
             for chunk in lines:
                 fh.write(chunk)
                 total += len(chunk)
@@ -307,3 +358,13 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
             os.unlink(tmp)
         raise
     return total
+
+
+def _output_mode(target: str) -> int:
+    """Permission bits for a new output: the existing target's, else ``0o666`` less the umask."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -7,7 +7,6 @@ session's messages in memory to replay the effective context (one session at a t
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 from collections import Counter
 from collections.abc import Iterable
@@ -41,11 +40,7 @@ def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
     ``MESSAGE_OVERHEAD``, plus ``REPLY_PRIMING`` once (OpenAI cookbook counting scheme).
     Zero for an empty list.
     """
-    payloads = [message_payload(m.data) for m in messages]
-    if not payloads:
-        return 0
-    counts = counter.count_many(payloads)
-    return sum(counts) + MESSAGE_OVERHEAD * len(payloads) + REPLY_PRIMING
+    return _prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
 
 
 def find_problems(events: list[Event]) -> list[Finding]:
@@ -213,11 +208,12 @@ def inspect_events(
     by_tool: dict[str, dict[str, int]] = {}
     tool_of_call: dict[str, str] = {}
     outputs: list[tuple[int, int, str]] = []  # (tokens, -index, uuid) heap of largest
-    dup_hashes: Counter[bytes] = Counter()
-    dup_bytes: dict[bytes, int] = {}
+    # exact repeats of tool outputs, keyed by the text itself (already in memory)
+    dup_hashes: Counter[str] = Counter()
+    dup_bytes: dict[str, int] = {}
     foreign_dup_bytes = 0
     for i, (m, text, n) in enumerate(zip(messages, payloads, counts, strict=True)):
-        size = len(text.encode("utf-8", "surrogatepass"))
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         r = by_role.setdefault(m.role or "?", {"messages": 0, "bytes": 0, "chars": 0, "tokens": 0})
         r["messages"] += 1
         r["bytes"] += size
@@ -244,9 +240,8 @@ def inspect_events(
             elif top:
                 heapq.heappushpop(outputs, item)
             if text:
-                h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-                dup_hashes[h] += 1
-                dup_bytes[h] = size
+                dup_hashes[text] += 1
+                dup_bytes[text] = size
             extra = m.data.get("duplicateBytes")
             if isinstance(extra, int):
                 foreign_dup_bytes += extra
@@ -265,6 +260,11 @@ def inspect_events(
         )
     groups = {h: c for h, c in dup_hashes.items() if c > 1}
     view = replay(log)
+    # the view's unchanged messages are the input objects: reuse their counts
+    known = {id(m): n for m, n in zip(messages, counts, strict=True)}
+    changed = [m for m in view if id(m) not in known]
+    changed_counts = counter.count_many([message_payload(m.data) for m in changed])
+    known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
     turns = max((m.turn or 0 for m in messages), default=0)
     return {
         "path": path,
@@ -278,8 +278,8 @@ def inspect_events(
         "tokenizer": counter.encoding_name,
         "byRole": dict(sorted(by_role.items())),
         "byTool": dict(sorted(by_tool.items())),
-        "tokens": prompt_tokens(messages, counter),
-        "effectiveTokens": prompt_tokens(view, counter),
+        "tokens": _prompt_sum(counts),
+        "effectiveTokens": _prompt_sum([known[id(m)] for m in view]),
         "effectiveMessages": len(view),
         "largestToolOutputs": largest,
         "duplicates": {
@@ -291,6 +291,13 @@ def inspect_events(
         "history": [_history_entry(e) for e in log if isinstance(e, (CompactEvent, SummaryEvent))],
         "findings": find_problems(log),
     }
+
+
+def _prompt_sum(counts: list[int]) -> int:
+    """:func:`prompt_tokens` from the payload counts of the messages."""
+    if not counts:
+        return 0
+    return sum(counts) + MESSAGE_OVERHEAD * len(counts) + REPLY_PRIMING
 
 
 def _tool_row() -> dict[str, int]:

@@ -40,8 +40,9 @@ def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
 def parse_line(raw: bytes, line: int | None = None) -> Event:
     """Parse one line (without ``\\n``) into a typed event, or a :class:`BadLine`.
 
-    Never raises on bad input: a line that is blank, not JSON, not an object or not UTF-8
-    becomes a BadLine carrying the reason. A leading UTF-8 BOM is ignored for parsing (the
+    Never raises on bad input: a line that is blank, not JSON, not an object, not UTF-8 or
+    nested deeper than the parsers allow (orjson: 1024 levels) becomes a BadLine carrying the
+    reason. A leading UTF-8 BOM is ignored for parsing (the
     raw bytes keep it). A trailing ``\\r`` (CRLF files) is JSON whitespace and is accepted.
 
     >>> parse_line(b'{"type":"message","uuid":"m1","role":"user","content":"hi"}', 1).role
@@ -65,6 +66,8 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
             data = json.loads(text)
         except ValueError:
             return BadLine(raw, line, "malformed", f"malformed JSON: {exc}")
+        except RecursionError:
+            return BadLine(raw, line, "malformed", f"malformed JSON: nested too deeply ({exc})")
     if not isinstance(data, dict):
         return BadLine(raw, line, "not-object", f"a JSON {type(data).__name__}, not an object")
     return event_from_dict(data, raw, line)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import EXIT_CHECK, EXIT_INPUT, EXIT_OK, CompactError
+from .errors import EXIT_CHECK, EXIT_INPUT, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, CompactError
 
 __all__ = ["Report"]
 
@@ -42,19 +42,29 @@ class Report:
 
     @property
     def return_code(self) -> int:
-        """3 if any file failed, else 1 if ``--check`` found work, else 0 (DESIGN.md s. 4)."""
+        """The exit code (DESIGN.md section 4): 75 if a lock was held too long (retry), else
+        3 if an input could not be processed, else 2 if only usage/config errors occurred
+        (e.g. a missing API key), else 1 if ``--check`` found work, else 0."""
         if self.failures:
-            return max(EXIT_INPUT, max(e.exit_code for _, e in self.failures))
+            codes = {e.exit_code for _, e in self.failures}
+            for code in (EXIT_LOCKED, EXIT_INPUT, EXIT_USAGE):
+                if code in codes:
+                    return code
+            return EXIT_INPUT
         if self.check and self.changed:
             return EXIT_CHECK
         return EXIT_OK
 
-    def summary(self, verb: str) -> str:
-        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``"""
+    def summary(self, verb: str, rest: str = "unchanged") -> str:
+        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``
+
+        >>> r = Report(); r.done({}, changed=True); r.done({}); r.summary("compacted")
+        '1 file compacted, 1 unchanged.'
+        """
         n = len(self.results)
         parts = [f"{self.changed} file{'s' if self.changed != 1 else ''} {verb}"]
         if n - self.changed:
-            parts.append(f"{n - self.changed} unchanged")
+            parts.append(f"{n - self.changed} {rest}")
         if self.failures:
             parts.append(f"{len(self.failures)} failed")
         return ", ".join(parts) + "."

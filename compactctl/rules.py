@@ -12,23 +12,20 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .micro import NAMESPACE
 from .model import CompactEvent, Event, Message, event_from_dict
 from .replay import View, reducer, replay
-from .rules_text import (
-    APPLY_RULES_VERSION,
-    RULES,
-    Rule,
-    apply_rules,
-    get_rule,
-    looks_like_code,
-    select_rules,
-)
 from .tokens import TokenCounter, estimate_tokens
+
+if TYPE_CHECKING:
+    from .rules_text import Rule
+
+# rules_text (dozens of regexes) is imported inside the functions that use it: replay imports
+# this module to register the reducer, and ``inspect`` should not pay for compiling the rules.
 
 __all__ = ["FILE_TOOLS", "RulesOptions", "apply_rules_event", "plan_rules", "rules"]
 
@@ -63,6 +60,8 @@ class RulesOptions:
         Raises:
             KeyError: an unknown name in ``only`` or ``skip``.
         """
+        from .rules_text import RULES, get_rule
+
         for name in (*(self.only or ()), *self.skip):
             get_rule(name)  # raises KeyError naming the known rules
         return [
@@ -72,31 +71,68 @@ class RulesOptions:
         ]
 
 
-def _is_code(m: Message, text: str, tool_of_call: Mapping[str, str]) -> bool:
-    if m.role != "tool":
-        return False
-    name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "")
-    return name in FILE_TOOLS or looks_like_code(text)
+def _tool_of(m: Message, tool_of_call: Mapping[str, str]) -> str:
+    return m.tool_name or tool_of_call.get(m.tool_call_id or "", "")
 
 
-def _rules_for(text: str, is_code: bool, versions: Mapping[str, int]) -> list[Rule]:
-    names = [r.name for r in select_rules(text, is_code=is_code, only=list(versions))]
-    return [get_rule(n, versions[n]) for n in names]
+class _Rewriter:
+    """Applies one set of rule versions to texts, each distinct text once.
 
+    The rules are pure, so the result for a text (with its code flag) is memoized: files read
+    again and repeated outputs are rewritten once per session. Holds every distinct text it
+    saw, and its result, for as long as it lives (one session).
+    """
 
-def _rewrite(content: Any, is_code: bool, versions: Mapping[str, int]) -> Any:
-    if isinstance(content, str):
-        return apply_rules(content, _rules_for(content, is_code, versions))
-    if isinstance(content, list):
-        out = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                text = part.get("text")
-                if isinstance(text, str):
-                    part = {**part, "text": apply_rules(text, _rules_for(text, is_code, versions))}
-            out.append(part)
-        return out
-    return content
+    def __init__(self, versions: Mapping[str, int]) -> None:
+        self.versions = dict(versions)
+        self._only = list(self.versions)
+        self._done: dict[tuple[str, bool], str] = {}
+        self._code: dict[str, bool] = {}
+
+    def is_code(self, m: Message, text: str, tool_of_call: Mapping[str, str]) -> bool:
+        """Whether ``m`` is file contents or code: only code-safe rules apply to it."""
+        if m.role != "tool":
+            return False
+        if _tool_of(m, tool_of_call) in FILE_TOOLS:
+            return True
+        code = self._code.get(text)
+        if code is None:
+            from .rules_text import looks_like_code
+
+            code = self._code[text] = looks_like_code(text)
+        return code
+
+    def rules_for(self, text: str, is_code: bool) -> list[Rule]:
+        """The rules :func:`~compactctl.rules_text.select_rules` picks, at the recorded
+        versions."""
+        from .rules_text import get_rule, select_rules
+
+        names = [r.name for r in select_rules(text, is_code=is_code, only=self._only)]
+        return [get_rule(n, self.versions[n]) for n in names]
+
+    def apply(self, text: str, is_code: bool) -> str:
+        key = (text, is_code)
+        done = self._done.get(key)
+        if done is None:
+            from .rules_text import apply_rules
+
+            done = self._done[key] = apply_rules(text, self.rules_for(text, is_code))
+        return done
+
+    def rewrite(self, content: Any, is_code: bool) -> Any:
+        """``content`` (a string or a list of parts) with the rules applied to its text."""
+        if isinstance(content, str):
+            return self.apply(content, is_code)
+        if isinstance(content, list):
+            out = []
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "text":
+                    text = part.get("text")
+                    if isinstance(text, str):
+                        part = {**part, "text": self.apply(text, is_code)}
+                out.append(part)
+            return out
+        return content
 
 
 def _text_of(content: Any) -> str:
@@ -114,19 +150,49 @@ def _tool_names(view: View) -> dict[str, str]:
     }
 
 
+class _ReplayMemo:
+    """What :func:`apply_rules_event` computed for the last rules event it replayed.
+
+    ``compact`` replays the same log several times (before, during and after micro
+    compaction and summarization); the rules are pure, so a target whose content object and
+    tool are the ones seen last time gets the same result without running the rules again.
+    Only the last event's results are kept (one session's rewritten targets).
+    """
+
+    event: CompactEvent | None = None
+    rewriter: _Rewriter | None = None
+    # message uuid -> (content object it was computed from, tool name, new content)
+    done: dict[str, tuple[Any, str, Any]] = {}
+
+
 @reducer("rules")
 def apply_rules_event(view: View, event: CompactEvent) -> View:
-    """Replay a rules CompactEvent: re-apply the recorded rule versions to each target."""
+    """Replay a rules CompactEvent: re-apply the recorded rule versions to each target.
+
+    Results are memoized for the last event replayed (see :class:`_ReplayMemo`).
+    """
+    memo = _ReplayMemo
+    if memo.event is not event or memo.rewriter is None:
+        raw = event.params.get("rules")
+        versions = {k: int(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+        memo.event, memo.rewriter, memo.done = event, _Rewriter(versions), {}
+    rw, done = memo.rewriter, memo.done
     targets = set(event.targets)
-    raw = event.params.get("rules")
-    versions = {k: int(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
     tool_of_call = _tool_names(view)
     out: View = []
     for m in view:
-        if m.uuid in targets:
-            code = _is_code(m, m.text, tool_of_call)
-            new = _rewrite(m.content, code, versions)
-            if new != m.content:
+        uuid = m.uuid
+        if uuid in targets:
+            assert uuid is not None
+            content = m.content
+            tool = _tool_of(m, tool_of_call) if m.role == "tool" else ""
+            seen = done.get(uuid)
+            if seen is not None and seen[0] is content and seen[1] == tool:
+                new = seen[2]
+            else:
+                new = rw.rewrite(content, rw.is_code(m, m.text, tool_of_call))
+                done[uuid] = (content, tool, new)
+            if new != content:
                 e = m.evolve(content=new)
                 assert isinstance(e, Message)
                 m = e
@@ -159,25 +225,33 @@ def plan_rules(
     Raises:
         KeyError: an unknown rule name in the options.
     """
+    from .rules_text import apply_rules
+
     counter = counter or TokenCounter("estimate")
     versions = {r.name: r.version for r in opts.chosen()}
+    rw = _Rewriter(versions)
     view = replay(list(events))
     tool_of_call = _tool_names(view)
-    targets: list[Message] = []
-    by_rule: dict[str, dict[str, int]] = {}
-    by_role: dict[str, dict[str, int]] = {}
+    changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
     for m in view:
         if m.role not in opts.roles or m.pinned or "summaryOf" in m.data or m.uuid is None:
             continue
         text = m.text
         if not text:
             continue
-        code = _is_code(m, text, tool_of_call)
-        new_content = _rewrite(m.content, code, versions)
+        code = rw.is_code(m, text, tool_of_call)
+        new_content = rw.rewrite(m.content, code)
         if new_content == m.content:
             continue
-        new_text = _text_of(new_content)
-        before, after = counter.count_many([text, new_text])
+        changed.append((m, text, code, _text_of(new_content)))
+    # one batch: every distinct text is counted once
+    counts = counter.count_many([t for _, text, _, new in changed for t in (text, new)])
+    targets: list[Message] = []
+    by_rule: dict[str, dict[str, int]] = {}
+    by_role: dict[str, dict[str, int]] = {}
+    steps: dict[tuple[str, bool], list[tuple[str, int, int]]] = {}
+    for i, (m, text, code, _) in enumerate(changed):
+        before, after = counts[2 * i], counts[2 * i + 1]
         if after > before:
             continue  # e.g. a small table whose key: value form costs more tokens
         targets.append(m)
@@ -188,17 +262,26 @@ def plan_rules(
         row["tokensBefore"] += before
         row["tokensAfter"] += after
         row["tokensSaved"] += before - after
-        current = text
-        for rule in _rules_for(text, code, versions):
-            step = apply_rules(current, [rule])
-            if step != current:
-                r = by_rule.setdefault(
-                    rule.name, {"messages": 0, "charsSaved": 0, "tokensSaved": 0}
-                )
-                r["messages"] += 1
-                r["charsSaved"] += len(current) - len(step)
-                r["tokensSaved"] += estimate_tokens(current) - estimate_tokens(step)
-                current = step
+        effects = steps.get((text, code))
+        if effects is None:  # (rule, chars saved, tokens saved) applying one rule at a time
+            effects = steps[(text, code)] = []
+            current = text
+            for rule in rw.rules_for(text, code):
+                step = apply_rules(current, [rule])
+                if step != current:
+                    effects.append(
+                        (
+                            rule.name,
+                            len(current) - len(step),
+                            estimate_tokens(current) - estimate_tokens(step),
+                        )
+                    )
+                    current = step
+        for name, chars, tokens in effects:
+            r = by_rule.setdefault(name, {"messages": 0, "charsSaved": 0, "tokensSaved": 0})
+            r["messages"] += 1
+            r["charsSaved"] += chars
+            r["tokensSaved"] += tokens
     report = {
         "targets": len(targets),
         "rules": versions,
@@ -209,6 +292,8 @@ def plan_rules(
     if not targets:
         return None, report
     ids = [m.uuid for m in targets if m.uuid]
+    from .rules_text import APPLY_RULES_VERSION
+
     params = {
         "version": 1,
         "selection": SELECTION_VERSION,

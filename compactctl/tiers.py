@@ -553,7 +553,9 @@ def plan_tiers(
     The newest summary in the effective context gets L0/L1/L2 (:func:`derive_tiers`, or the
     model rewrite when ``summarizer`` is given) on a new SummaryEvent that supersedes it:
     the same ``replaces`` plus the old summary's uuid, ``tiers``, ``selectedTier`` (what
-    replay shows) and ``supersedes``. A summary that already has tiers gets nothing.
+    replay shows) and ``supersedes``. A summary that already has tiers gets nothing, unless
+    ``tier`` names another tier than the one it shows: then a superseding event with the
+    same tiers selects that one.
 
     Args:
         events: the session's events (held in memory).
@@ -589,17 +591,23 @@ def plan_tiers(
     old = next(e for e in log if isinstance(e, SummaryEvent) and e.uuid == current.uuid)
     report["summary"] = old.uuid
     if old.tiers:
-        report.update(
-            tiers={k: counter.count(v) for k, v in old.tiers.items()},
-            selectedTier=old.data.get("selectedTier"),
-            reason="the newest summary already has tiers",
-        )
-        return None, report
-    fmt = str(old.data.get("format") or "sections")
-    tiers = derive_tiers(old.summary_text, fmt, counter, budgets)
-    if summarizer is not None:
-        tiers = rewrite_tiers_with_model(summarizer, tiers, counter, budgets, fmt=fmt)
-    sizes = {k: counter.count(v) for k, v in tiers.items()}
+        sizes = {k: counter.count(v) for k, v in old.tiers.items()}
+        current_tier = old.data.get("selectedTier")
+        if tier in ("auto", current_tier):
+            report.update(
+                tiers=sizes,
+                selectedTier=current_tier,
+                reason=f"the newest summary already has tiers (showing {current_tier}); "
+                "pass --tier L0, L1 or L2 to show another",
+            )
+            return None, report
+        tiers = dict(old.tiers)  # re-select: the same tiers, another one shown
+    else:
+        fmt = str(old.data.get("format") or "sections")
+        tiers = derive_tiers(old.summary_text, fmt, counter, budgets)
+        if summarizer is not None:
+            tiers = rewrite_tiers_with_model(summarizer, tiers, counter, budgets, fmt=fmt)
+        sizes = {k: counter.count(v) for k, v in tiers.items()}
     if tier == "auto":
         messages = sum(1 for e in log if isinstance(e, Message))
         room = None

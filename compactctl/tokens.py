@@ -146,27 +146,30 @@ class TokenCounter:
         return n
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
-        """Token counts for many texts; the uncached distinct ones are encoded in a batch
-        over 2 threads (tiktoken releases the GIL while encoding)."""
+        """Token counts for many texts; each uncached distinct text is encoded once.
+
+        Encoding runs on the calling thread: tiktoken holds the GIL while it encodes, so a
+        thread pool (``encode_ordinary_batch``) only adds overhead. Use processes
+        (``--jobs``) to count on several cores.
+        """
         texts = list(texts)
         if self.is_estimate:
             return [estimate_tokens(t) for t in texts]
+        cache = self._cache
         keys = [self._key(t) for t in texts]
-        todo: dict[bytes, str] = {}
+        encode = None
         for k, t in zip(keys, texts, strict=True):
-            if t and k not in self._cache and k not in todo:
-                todo[k] = t
-        if todo:
-            enc = self._encoder()
-            batch = [_clean(t) for t in todo.values()]
-            counts = enc.encode_ordinary_batch(batch, num_threads=2)
-            for k, toks in zip(todo, counts, strict=True):
-                self._cache[k] = len(toks)
-        return [self._cache.get(k, 0) for k in keys]
+            if t and k not in cache:
+                if encode is None:
+                    encode = self._encoder().encode_ordinary
+                cache[k] = len(encode(_clean(t)))
+        return [cache.get(k, 0) for k in keys]
 
 
 def _clean(text: str) -> str:
     # Lone surrogates (legal in JSON escapes) cannot be encoded to UTF-8 by tiktoken.
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from compactctl.errors import SummarizerError
+from compactctl.errors import SummarizerError, UsageError
 from compactctl.model import message_text
 from compactctl.summarizers import SummaryRequest, SummaryResult
 from compactctl.summary_format import (
@@ -162,6 +162,8 @@ class LiteLLMSummarizer:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
+        litellm.suppress_debug_info = True  # its "Give Feedback" banner goes to stdout
+
         kwargs: dict[str, Any] = {"temperature": 0, **self.completion_kwargs}
         try:
             response = litellm.completion(
@@ -173,7 +175,18 @@ class LiteLLMSummarizer:
             )
         except litellm.exceptions.ContextWindowExceededError as exc:
             raise ContextTooLong(f"model {self.name}: prompt too long: {_short(exc)}") from exc
+        except (litellm.exceptions.AuthenticationError, litellm.exceptions.NotFoundError) as exc:
+            # configuration, not a transient failure: exit 2, not counted by the breaker
+            raise UsageError(
+                f"model {self.name}: {type(exc).__name__}: {_short(exc)}. Check the model "
+                "name and the provider's API key variable (e.g. OPENAI_API_KEY)"
+            ) from exc
         except Exception as exc:  # litellm maps provider errors onto its own exception types
+            if _looks_like_config(exc):
+                raise UsageError(
+                    f"model {self.name}: {_short(exc)}. Set the provider's API key variable "
+                    "(e.g. OPENAI_API_KEY) or pass --model with a provider prefix"
+                ) from exc
             raise SummarizerError(
                 f"model {self.name} failed: {type(exc).__name__}: {_short(exc)}"
             ) from exc
@@ -215,6 +228,15 @@ def _extract_sections(answer: str) -> str:
     if start >= 0 and end > start:
         return answer[start : end + len("</summary>")]
     return answer.strip()
+
+
+def _looks_like_config(exc: BaseException) -> bool:
+    """A missing key or unknown provider (litellm raises plain exceptions for some)."""
+    text = str(exc).lower()
+    return any(
+        s in text
+        for s in ("api_key", "api key", "missing credentials", "llm provider not provided")
+    )
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
