@@ -110,6 +110,20 @@ def _settings(config: str | None, command: str) -> Settings:
     return Settings(table, command)
 
 
+def _discover(paths: list[str], report: Report) -> list[str]:
+    """Expand PATHS; a missing path is a failure on the report, an empty folder a warning."""
+    from .files import NoTranscripts
+
+    files, errors = discover(paths)
+    for e in errors:
+        if isinstance(e, NoTranscripts):
+            _err(f"compactctl: warning: {e}")
+        else:
+            report.failed(e.path or "?", e)
+            _err(f"compactctl: {e}")
+    return files
+
+
 def _jobs(settings: Settings, flag: int | None, nfiles: int) -> int:
     jobs = settings.get("jobs", flag, os.cpu_count() or 1, int)
     if jobs < 1:
@@ -140,10 +154,7 @@ def run_files(
     Each file runs in its own ``try`` (STYLE.md habit 6). With more than one file and
     ``jobs > 1``, files run in a process pool; results come back in input order.
     """
-    files, errors = discover(paths)
-    for e in errors:
-        report.failed(e.path or "?", e)
-        _err(f"compactctl: {e}")
+    files = _discover(paths, report)
     n = _jobs(settings, jobs, len(files))
     bar = _progress(len(files), quiet, desc)
     debug = bool(os.environ.get("COMPACTCTL_DEBUG"))
@@ -316,10 +327,7 @@ def inspect_cmd(
     )
     report = Report(check=check)
     if effective:
-        files, errors = discover(paths)
-        for e in errors:
-            report.failed(e.path or "?", e)
-            _err(f"compactctl: {e}")
+        files = _discover(paths, report)
         for f in files:
             try:
                 write_output(STDIN, effective_lines(f, tier=tier, fmt=fmt))
@@ -1096,10 +1104,7 @@ def convert_cmd(
         paths=paths,
     )
     report = Report()
-    files, errors = discover(paths)
-    for e in errors:
-        report.failed(e.path or "?", e)
-        _err(f"compactctl: {e}")
+    files = _discover(paths, report)
     for f in files:
         try:
             name, events = load(f, fmt)

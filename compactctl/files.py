@@ -47,6 +47,13 @@ TORN_WAIT = 0.2
 """Seconds to wait for a writer to finish a last line that has no ``\\n`` yet."""
 
 
+class NoTranscripts(InputError):
+    """A folder argument holds no transcripts: a warning, not a failure (a cron job over a
+    folder that is empty tonight has nothing to do; exit code 0)."""
+
+    exit_code = 0
+
+
 def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
     """Expand PATHS into transcript files, in a stable order.
 
@@ -55,7 +62,8 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
 
     Returns:
         ``(files, errors)``: the files to process, and one :class:`InputError` per path that
-        does not exist or is a folder without transcripts (the run goes on without it).
+        does not exist, or :class:`NoTranscripts` for a folder without transcripts (the run
+        goes on without it).
     """
     files: list[str] = []
     errors: list[InputError] = []
@@ -73,7 +81,7 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
                 )
                 if not candidates:
                     errors.append(
-                        InputError("folder has no *.jsonl or *.jsonl.gz transcripts", path=arg)
+                        NoTranscripts("folder has no *.jsonl or *.jsonl.gz transcripts", path=arg)
                     )
             elif p.exists():
                 candidates = [arg]

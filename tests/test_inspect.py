@@ -122,12 +122,12 @@ def test_bad_inputs_report_file_and_line(tmp_path: Path):
     assert [(x["line"], x["kind"]) for x in by_name["nul.jsonl"]["findings"]] == [(1, "malformed")]
     stderr = err.decode()
     assert f"{tmp_path / 'missing.jsonl'}: no such file or folder" in stderr
-    assert f"{empty_dir}: folder has no *.jsonl or *.jsonl.gz transcripts" in stderr
+    assert f"warning: {empty_dir}: folder has no *.jsonl or *.jsonl.gz transcripts" in stderr
     assert "Traceback" not in stderr
-    assert [e["path"] for e in doc["totals"]["errors"]] == [
-        str(tmp_path / "missing.jsonl"),
-        str(empty_dir),
-    ]
+    # the missing file is a failure; the empty folder only a warning
+    assert [e["path"] for e in doc["totals"]["errors"]] == [str(tmp_path / "missing.jsonl")]
+    r = run_cli("inspect", str(empty_dir))
+    assert r.returncode == 0 and b"warning:" in r.stderr
 
 
 def test_folder_is_searched_recursively_and_jobs(tmp_path: Path):
