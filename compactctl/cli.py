@@ -5,8 +5,6 @@ Every command shares the shell of DESIGN.md section 4: PATHS (files, folders, ``
 carries data only; messages, progress and the summary line go to stderr.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import sys
@@ -68,6 +66,55 @@ CheckOpt = Annotated[
 ]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Report what would happen; write nothing.")
+]
+
+
+# --- options of the commands that change transcripts ---------------------------------------
+
+OutputOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the result here (a file, or - for stdout) instead of appending in place. "
+        "Needed for foreign formats.",
+    ),
+]
+MaterializeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--materialize", help="Write the effective context (the reduced transcript) instead."
+    ),
+]
+AsOpt = Annotated[
+    str, typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions).")
+]
+EncodingOpt = Annotated[
+    str | None, typer.Option("--encoding", help="tiktoken encoding (default: by the model).")
+]
+EstimateOpt = Annotated[
+    bool, typer.Option("--estimate", help="Count tokens with the chars-based estimate.")
+]
+WindowOpt = Annotated[
+    int | None,
+    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
+]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Input format (default: detected): canonical, claude-code, claude-stream, "
+        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
+    ),
+]
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLite store (default: $COMPACTCTL_DB or the XDG state dir)."),
+]
+NoStoreOpt = Annotated[bool, typer.Option("--no-store", help="Do not use the SQLite store.")]
+LockTimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--lock-timeout", help="Seconds to wait for a transcript's lock (default 10)."),
 ]
 
 
@@ -412,55 +459,6 @@ def _quiet_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-# --- options of the commands that change transcripts ---------------------------------------
-
-OutputOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write the result here (a file, or - for stdout) instead of appending in place. "
-        "Needed for foreign formats.",
-    ),
-]
-MaterializeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--materialize", help="Write the effective context (the reduced transcript) instead."
-    ),
-]
-AsOpt = Annotated[
-    str, typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions).")
-]
-EncodingOpt = Annotated[
-    str | None, typer.Option("--encoding", help="tiktoken encoding (default: by the model).")
-]
-EstimateOpt = Annotated[
-    bool, typer.Option("--estimate", help="Count tokens with the chars-based estimate.")
-]
-WindowOpt = Annotated[
-    int | None,
-    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
-]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        help="Input format (default: detected): canonical, claude-code, claude-stream, "
-        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
-    ),
-]
-DbOpt = Annotated[
-    str | None,
-    typer.Option("--db", help="SQLite store (default: $COMPACTCTL_DB or the XDG state dir)."),
-]
-NoStoreOpt = Annotated[bool, typer.Option("--no-store", help="Do not use the SQLite store.")]
-LockTimeoutOpt = Annotated[
-    float | None,
-    typer.Option("--lock-timeout", help="Seconds to wait for a transcript's lock (default 10)."),
-]
 
 
 def _output_options(
