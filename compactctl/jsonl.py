@@ -9,7 +9,6 @@ used and the line still passes through as its raw bytes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -20,8 +19,6 @@ from .model import BadLine, Event, event_from_dict, is_real_user
 __all__ = ["BOM", "iter_lines", "parse_line", "read_stream", "assign_turns", "dump_events"]
 
 BOM = b"\xef\xbb\xbf"
-_LONG_DIGITS = re.compile(rb"\d{20}")
-"""20+ digits may be an integer beyond 2**64, which orjson turns into a float."""
 
 
 def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
@@ -54,8 +51,6 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
     if not body.strip():
         return BadLine(raw, line, "blank", "blank line")
     try:
-        if _LONG_DIGITS.search(body):
-            raise orjson.JSONDecodeError("may hold an integer beyond 64 bits", "", 0)
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         try:

@@ -18,6 +18,7 @@ The subclasses give typed access to the fields replay and the layers use:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar
 
@@ -86,6 +87,9 @@ class Event:
         """Return a copy with ``changes`` merged into ``data``; the raw bytes are dropped.
 
         A key given the value ``None`` is removed. The input event is never mutated.
+        Integers beyond 64 bits, which orjson reads as floats into ``data`` (reading stays
+        fast), are re-read exactly from the raw bytes here, so a changed event writes them
+        back unchanged.
 
         >>> e = Message({"type": "message", "uuid": "m1", "role": "user", "content": "hi"})
         >>> e2 = e.evolve(content="hello")
@@ -93,6 +97,8 @@ class Event:
         ('hi', 'hello', 'Message')
         """
         data = dict(self.data)
+        if self.raw is not None and _LONG_DIGITS.search(self.raw):
+            data = _exact(self.raw) or data
         for key, value in changes.items():
             if value is None:
                 data.pop(key, None)
@@ -344,6 +350,22 @@ def dumps(value: Any) -> bytes:
         import json
 
         return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+_LONG_DIGITS = re.compile(rb"\d{20}|-\d{19}")
+"""20+ digits, or a minus and 19: maybe an integer beyond orjson's 64 bits (below -2**63 or
+above 2**64 - 1), which orjson reads as a float."""
+
+
+def _exact(raw: bytes) -> JSON | None:
+    """``raw`` parsed by the stdlib, which keeps big integers exact (``None`` if it fails)."""
+    import json
+
+    try:
+        value = json.loads(raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 Filter = Callable[[Iterable[Event]], Iterator[Event]]
