@@ -371,6 +371,7 @@ def inspect_cmd(
         context_window=settings.get("context_window", context_window, None, int),
         top=top,
         fmt=fmt,
+        tier=tier,
     )
     report = Report(check=check)
     if effective:

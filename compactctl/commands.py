@@ -128,12 +128,14 @@ class InspectOptions:
         context_window: context window override, in tokens.
         top: number of largest tool outputs listed.
         fmt: source format, or ``None`` to detect.
+        tier: summary tier for the effective context (``None``: the selected one).
     """
 
     encoding: str | None = None
     context_window: int | None = None
     top: int = 10
     fmt: str | None = None
+    tier: str | None = None
 
 
 def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
@@ -152,6 +154,7 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
         counter=counter,
         context_window=options.context_window,
         top=options.top,
+        tier=options.tier,
     )
 
 

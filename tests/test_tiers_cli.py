@@ -41,6 +41,12 @@ def test_tiers_after_compact_budgets_idempotence_and_replay(tmp_path: Path):
     assert len(shown) == 1 and shown[0].content == new.tiers[new.data["selectedTier"]]
     l0_view = [m.content for m in replay(events, tier="L0") if "summaryOf" in m.data]
     assert l0_view == [new.tiers["L0"]]
+    # inspect --tier counts the effective context with that tier
+    eff = {}
+    for tier in ("L0", "L2"):
+        doc = orjson.loads(run_cli("inspect", "--json", "--tier", tier, str(path), env=env).stdout)
+        eff[tier] = doc["files"][0]["effectiveTokens"]
+    assert eff["L0"] < eff["L2"]
     # a second run appends nothing
     size = path.stat().st_size
     r2 = run_cli("tiers", "--json", str(path), env=env)
