@@ -66,8 +66,9 @@ def find_problems(events: list[Event]) -> list[Finding]:
             findings.append(
                 {"line": 1, "kind": "bom", "message": "file starts with a UTF-8 BOM (ignored)"}
             )
-        uuid = e.uuid
-        if uuid is None:
+        data = e.data
+        uuid = data.get("uuid")
+        if not isinstance(uuid, str):  # Event.uuid, read directly (hot loop)
             if e.type in {"message", "compact", "summary"}:
                 findings.append(
                     {"line": e.line, "kind": "missing-uuid", "message": f"{e.type} has no uuid"}
@@ -83,11 +84,14 @@ def find_problems(events: list[Event]) -> list[Finding]:
         else:
             seen[uuid] = e.line
         if isinstance(e, Message):
-            for c in e.tool_calls:
-                cid = c.get("id")
-                if isinstance(cid, str):
-                    calls[cid] = e
-            if e.role == "tool":
+            tool_calls = data.get("toolCalls")  # Message.tool_calls, without the list
+            if isinstance(tool_calls, list):
+                for c in tool_calls:
+                    if isinstance(c, dict):
+                        cid = c.get("id")
+                        if isinstance(cid, str):
+                            calls[cid] = e
+            if data.get("role") == "tool":
                 cid = e.tool_call_id
                 if cid is None or cid not in calls:
                     findings.append(
@@ -166,6 +170,7 @@ def inspect_events(
     counter: TokenCounter | None = None,
     context_window: int | None = None,
     top: int = 10,
+    tier: str | None = None,
 ) -> dict[str, Any]:
     """Inspect one session's events.
 
@@ -176,6 +181,7 @@ def inspect_events(
         counter: the token counter; ``None`` picks the encoding from the session's model.
         context_window: overrides the session's and litellm's context window (tokens).
         top: how many of the largest tool outputs to list.
+        tier: the summary tier the effective context shows (``None``: the selected one).
 
     Returns:
         ``{"path", "format", "lines", "events", "messages", "turns", "model",
@@ -198,9 +204,9 @@ def inspect_events(
     by_type: Counter[str] = Counter()
     messages: list[Message] = []
     for e in log:
-        by_type["bad" if isinstance(e, BadLine) else (e.type or "untyped")] += 1
         if isinstance(e, Message):
             messages.append(e)
+        by_type["bad" if isinstance(e, BadLine) else (e.type or "untyped")] += 1
 
     payloads = [message_payload(m.data) for m in messages]
     counts = counter.count_many(payloads)
@@ -213,26 +219,39 @@ def inspect_events(
     dup_bytes: dict[str, int] = {}
     foreign_dup_bytes = 0
     for i, (m, text, n) in enumerate(zip(messages, payloads, counts, strict=True)):
-        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        r = by_role.setdefault(m.role or "?", {"messages": 0, "bytes": 0, "chars": 0, "tokens": 0})
+        data = m.data
+        chars = len(text)
+        size = chars if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        role = m.role
+        r = by_role.get(role or "?")
+        if r is None:
+            r = by_role[role or "?"] = {"messages": 0, "bytes": 0, "chars": 0, "tokens": 0}
         r["messages"] += 1
         r["bytes"] += size
-        r["chars"] += len(text)
+        r["chars"] += chars
         r["tokens"] += n
-        for c in m.tool_calls:
-            name = str(c.get("name") or "?")
-            cid = c.get("id")
-            if isinstance(cid, str):
-                tool_of_call[cid] = name
-            t = by_tool.setdefault(name, _tool_row())
-            t["calls"] += 1
-        if m.role == "tool":
+        calls = data.get("toolCalls")
+        if isinstance(calls, list) and calls:  # Message.tool_calls, without the list
+            for c in calls:
+                if not isinstance(c, dict):
+                    continue
+                name = str(c.get("name") or "?")
+                cid = c.get("id")
+                if isinstance(cid, str):
+                    tool_of_call[cid] = name
+                t = by_tool.get(name)
+                if t is None:
+                    t = by_tool[name] = _tool_row()
+                t["calls"] += 1
+        if role == "tool":
             name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "?")
-            t = by_tool.setdefault(name, _tool_row())
+            t = by_tool.get(name)
+            if t is None:
+                t = by_tool[name] = _tool_row()
             t["results"] += 1
             t["errors"] += int(m.is_error)
             t["bytes"] += size
-            t["chars"] += len(text)
+            t["chars"] += chars
             t["tokens"] += n
             item = (n, -i, m.uuid or "")
             if len(outputs) < top:
@@ -242,7 +261,7 @@ def inspect_events(
             if text:
                 dup_hashes[text] += 1
                 dup_bytes[text] = size
-            extra = m.data.get("duplicateBytes")
+            extra = data.get("duplicateBytes")
             if isinstance(extra, int):
                 foreign_dup_bytes += extra
 
@@ -259,7 +278,7 @@ def inspect_events(
             }
         )
     groups = {h: c for h, c in dup_hashes.items() if c > 1}
-    view = replay(log)
+    view = replay(log, tier=tier)
     # the view's unchanged messages are the input objects: reuse their counts
     known = {id(m): n for m, n in zip(messages, counts, strict=True)}
     changed = [m for m in view if id(m) not in known]
