@@ -157,7 +157,8 @@ class AppendResult:
         skipped: events already in the file (same uuid), not written again.
         bytes_written: bytes appended, including a leading ``\\n`` after a torn line.
         torn_line: True when the file ended without ``\\n`` and the append began a new line.
-        old_size: the file size in bytes before the append (the preserved prefix).
+        old_size: the offset where the appended bytes begin: the file before them (the
+            preserved prefix) is unchanged.
     """
 
     written: int
@@ -197,10 +198,10 @@ def append_events(
     instead of writing the record twice).
 
     A writer that does not take the lock (an agent) is waited for when it is mid-line; the
-    payload is built before that check, so only the two system calls between the check and
-    the write remain as a window in which an agent starting a new line in several ``write()``
-    calls could be joined by our record (an agent writing each line with one ``write()``, as
-    ``O_APPEND`` writers do, is never split).
+    payload is built and the file scanned before that check, which re-reads the size, so only
+    the system calls between the check and the write remain as a window in which an agent
+    starting a new line in several ``write()`` calls could be joined by our record (an agent
+    writing each line with one ``write()``, as ``O_APPEND`` writers do, is never split).
 
     A gzip-compressed transcript is never appended to (plain lines after a gzip stream would
     make it unreadable): the caller gets a :class:`UsageError` and must pass ``-o``.
@@ -214,7 +215,7 @@ def append_events(
     Raises:
         LockTimeout: the lock was held by another process for ``lock_timeout`` seconds.
         WriteError: the file cannot be opened for writing, or the write failed (nothing
-            partial remains).
+            partial remains, unless another process appended after the partial bytes).
         UsageError: ``path`` is ``-`` or a gzip-compressed file (nothing was written).
     """
     if path == STDIN:
@@ -241,11 +242,10 @@ def append_events(
             if not fresh and not own_tail:
                 return AppendResult(0, len(events), 0, False, size)
             records = b"".join(e.to_json() + b"\n" for e in fresh)
-            size, torn = _wait_for_line_end(fd, size, torn_wait)
+            size, torn = _wait_for_line_end(fd, torn_wait)
             payload = b"\n" + records if torn else records
-            if payload:
-                _write_whole(fd, path, payload, size)
-            return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, size)
+            start = _write_whole(fd, path, payload) if payload else size
+            return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, start)
     finally:
         os.close(fd)
 
@@ -285,32 +285,57 @@ def _has_record(mm: mmap.mmap, uuid: str) -> bool:
     return False
 
 
-def _wait_for_line_end(fd: int, size: int, wait: float) -> tuple[int, bool]:
-    """Return ``(size, torn)``: wait up to ``wait`` s for the last byte to become ``\\n``."""
+def _wait_for_line_end(fd: int, wait: float) -> tuple[int, bool]:
+    """Return ``(size, torn)`` of the file as it is now: wait up to ``wait`` s for its last
+    byte to be ``\\n`` (a writer mid-line), re-reading the size each time, so the check is
+    made just before the write (an agent may have appended while we scanned the file)."""
     deadline = time.monotonic() + wait
-    while size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+    while True:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return size, False
         if time.monotonic() >= deadline:
             return size, True
         time.sleep(0.01)
-        size = os.fstat(fd).st_size
-    return size, False
 
 
-def _write_whole(fd: int, path: str, payload: bytes, old_size: int) -> None:
-    """One ``os.write`` of ``payload``, then fsync; on failure, cut the file back to old_size."""
+def _write_whole(fd: int, path: str, payload: bytes) -> int:
+    """One ``os.write`` of ``payload``, then fsync; return the offset where it begins.
+
+    On failure our bytes are cut off again (the file is truncated to where they begin),
+    unless another writer has appended after them: its bytes are never cut.
+    """
+    written = 0
     try:
-        n = os.write(fd, payload)
-        if n != len(payload):
-            raise OSError(0, f"short write ({n} of {len(payload)} bytes)")
+        written = os.write(fd, payload)
+        if written != len(payload):
+            raise OSError(
+                0,
+                f"only {written} of {len(payload)} bytes written: a file size limit or a full disk",
+            )
         os.fsync(fd)
+        return os.lseek(fd, 0, os.SEEK_CUR) - written
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, old_size)
-            os.fsync(fd)
         reason = exc.strerror or str(exc)
+        start, restored = os.fstat(fd).st_size, True
+        if written:
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            start, restored = end - written, False
+            with contextlib.suppress(OSError):
+                if os.fstat(fd).st_size == end:
+                    os.ftruncate(fd, start)
+                    os.fsync(fd)
+                    restored = True
+        if restored:
+            raise WriteError(
+                f"append failed ({reason}); the file was restored to its previous "
+                f"{start} bytes, nothing was lost",
+                path=path,
+            ) from None
         raise WriteError(
-            f"append failed ({reason}); the file was restored to its previous "
-            f"{old_size} bytes, nothing was lost",
+            f"append failed ({reason}); {written} bytes of a partial record remain at byte "
+            f"{start} (another process appended after them, so they were not cut); the bytes "
+            "before them are intact",
             path=path,
         ) from None
 

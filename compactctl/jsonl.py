@@ -2,8 +2,9 @@
 
 JSONL is split on ``\\n`` only (never ``str.splitlines``, which also splits on U+2028 and
 friends; STYLE.md pitfalls). Each line is parsed with orjson; when orjson refuses a line that
-the stdlib accepts (lone surrogate escapes, integers beyond 64 bits), the stdlib result is
-used and the line still passes through as its raw bytes.
+the stdlib accepts (lone surrogate escapes), the stdlib result is used and the line still
+passes through as its raw bytes. Integers beyond 64 bits, which orjson reads as floats, stay
+exact in the raw bytes (and :meth:`~compactctl.model.Event.evolve` re-reads them exactly).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .model import BadLine, Event, event_from_dict, is_real_user
+from .model import BadLine, Event, OtherEvent, event_from_dict, is_real_user
 
 __all__ = ["BOM", "iter_lines", "parse_line", "read_stream", "assign_turns", "dump_events"]
 
@@ -39,8 +40,9 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
 
     Never raises on bad input: a line that is blank, not JSON, not an object, not UTF-8 or
     nested deeper than the parsers allow (orjson: 1024 levels) becomes a BadLine carrying the
-    reason. A leading UTF-8 BOM is ignored for parsing (the
-    raw bytes keep it). A trailing ``\\r`` (CRLF files) is JSON whitespace and is accepted.
+    reason; an object whose ``type`` is a list or an object is an OtherEvent. A leading UTF-8
+    BOM is ignored for parsing (the raw bytes keep it). A trailing ``\\r`` (CRLF files) is
+    JSON whitespace and is accepted.
 
     >>> parse_line(b'{"type":"message","uuid":"m1","role":"user","content":"hi"}', 1).role
     'user'
@@ -65,6 +67,8 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
             return BadLine(raw, line, "malformed", f"malformed JSON: nested too deeply ({exc})")
     if not isinstance(data, dict):
         return BadLine(raw, line, "not-object", f"a JSON {type(data).__name__}, not an object")
+    if isinstance(data.get("type"), (list, dict)):  # no known type, and unhashable
+        return OtherEvent(data, raw, line)
     return event_from_dict(data, raw, line)
 
 

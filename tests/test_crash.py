@@ -160,7 +160,6 @@ class Scenario:
     fixture: bytes = b""
     source: Path | None = None  # a read-only input used in place (foreign sample)
     writes_output: bool = False
-    materialize: bool = False
     # filled in by the baseline run:
     events: list[tuple[str, str]] = field(default_factory=list)
     view: list[dict[str, Any]] = field(default_factory=list)
@@ -182,7 +181,6 @@ def _scenarios(compacted: bytes) -> list[Scenario]:
             ["compact", "--force", "--no-store", "--materialize", "-o", "OUT", "SRC"],
             SMALL,
             writes_output=True,
-            materialize=True,
         ),
         Scenario(
             "compact --force -o (claude-code)",
@@ -373,9 +371,11 @@ class Harness:
         alive: Callable[[], bool],
     ) -> bool:
         """Wait until the plan's moment; return whether the child held the lock then."""
+        # (an -o run holds no lock; reading /proc/locks can take milliseconds then)
+        locked = (lambda: False) if sc.writes_output else (lambda: _holds_flock(pid))
         if plan == "timed":
             time.sleep(max(0.0, t0 + rng.uniform(0.0, 1.1 * sc.duration) - time.monotonic()))
-            return _holds_flock(pid)
+            return locked()
         if sc.writes_output:
             cond = (lambda: bool(p.temps())) if plan == "in-write" else p.out.exists
         elif plan == "in-write":
@@ -397,7 +397,7 @@ class Harness:
             extra = rng.uniform(0.0, 0.001 if sc.writes_output else 0.005)
         if extra > 0.0001:
             time.sleep(extra)
-        return _holds_flock(pid)
+        return locked()
 
     def _where(self, sc: Scenario, p: Paths, status: int, in_append: bool) -> str:
         if not os.WIFSIGNALED(status):
@@ -583,7 +583,7 @@ def _cut_points(old: int, new: int, data: bytes) -> list[int]:
         points.update({start + u + 4, start + u + 12, start + u + 30, start + len(line)})
         start += len(line) + 1
         points.update({start - 1, start, start + 1})
-    points.update(range(old + 1, new, max(1, (new - old) // 25)))
+    points.update(range(old + 1, new, max(1, (new - old) // 12)))
     return sorted(p for p in points if old < p < new)
 
 
@@ -613,7 +613,7 @@ def test_every_crash_state_of_an_append_recovers(
     events = _appended(data, SMALL)
     view = _view(full)
     cuts = _cut_points(len(SMALL), len(data), data)
-    assert len(cuts) > 20
+    assert len(cuts) > 12
     for cut in cuts:
         p = tmp_path / f"cut{cut}.jsonl"
         p.write_bytes(data[:cut])
