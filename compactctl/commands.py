@@ -57,7 +57,7 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
     head = body.lstrip()[:1]
     doc: Any = None
     if fmt in (None, "openhands", "swe-agent") and head in (b"[", b"{"):
-        first_line = body.split(b"\n", 1)[0]
+        first_line = body.lstrip().split(b"\n", 1)[0]  # the first non-blank line
         if head == b"[" or not _parses(first_line):
             try:
                 doc = orjson.loads(body)

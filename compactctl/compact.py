@@ -18,7 +18,7 @@ import sys
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -83,7 +83,7 @@ class CompactOptions:
             the model the transcript records, or a litellm model name.
         instructions: the user's focus, added to the prompt.
         pin_patterns: regexes; user/system messages matching one are never summarized.
-        redact: redact secrets from text given to the summarizer.
+        redact: redact secrets from the prompt sent to a model and from the summary text.
         min_saving: a compaction saving less than this share of tokens appends nothing.
         context_window: overrides the session's and litellm's context window, in tokens.
         encoding: tiktoken encoding (``None``: by model; ``"estimate"``: chars-based).
@@ -171,6 +171,7 @@ def make_summarizer(opts: CompactOptions, session_model: str | None) -> Summariz
         timeout=opts.timeout,
         num_retries=opts.num_retries,
         completion_kwargs=opts.completion_kwargs,
+        redact=opts.redact,
     )
 
 
@@ -248,21 +249,32 @@ def select_span(
     ]
 
 
-def _redacted(data: Mapping[str, Any]) -> dict[str, Any]:
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value)
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        return value
+def _redact_result(result: SummaryResult) -> SummaryResult:
+    """The summary with secrets redacted from every string (JSON stays valid for task-state).
 
-    out = dict(data)
-    for key in ("content", "toolCalls"):
-        if key in out:
-            out[key] = walk(out[key])
-    return out
+    Redacting the (small) result instead of the (possibly huge) inputs is enough for what is
+    stored and later sent to a model; the litellm backend also redacts its prompt.
+    """
+    if result.format == "task-state":
+        import json
+
+        def walk(value: Any) -> Any:
+            if isinstance(value, str):
+                return redact(value)
+            if isinstance(value, list):
+                return [walk(v) for v in value]
+            if isinstance(value, dict):
+                return {k: walk(v) for k, v in value.items()}
+            return value
+
+        try:
+            doc = json.loads(result.text)
+        except ValueError:
+            return result
+        text = json.dumps(walk(doc), ensure_ascii=False, indent=2)
+        state = walk(result.task_state) if result.task_state is not None else None
+        return replace(result, text=text, task_state=state)
+    return replace(result, text=redact(result.text))
 
 
 def _chunks(messages: list[dict[str, Any]], budget: int, counter: TokenCounter) -> list[list[Any]]:
@@ -504,11 +516,9 @@ def _summarize(
     for m in span:
         original = dict(originals.get(m.uuid, m).data)
         original.setdefault("turnId", m.turn)
-        messages.append(_redacted(original) if opts.redact else original)
+        messages.append(original)
     users = [e.text for e in log if isinstance(e, Message) and is_real_user(e.data)]
     constraints = user_constraints(users)
-    if opts.redact:
-        constraints = [redact(c) for c in constraints]
     engine = summarizer or make_summarizer(opts, session_model)
 
     def request(msgs: list[dict[str, Any]], prior_state: SummaryResult | None) -> SummaryRequest:
@@ -517,7 +527,7 @@ def _summarize(
             prior=prior_state,
             format=opts.format,  # type: ignore[arg-type]
             max_chars=opts.summary_budget,
-            instructions=redact(opts.instructions) if opts.redact else opts.instructions,
+            instructions=opts.instructions,
             pinned_constraints=constraints,
         )
 
@@ -526,12 +536,16 @@ def _summarize(
     try:
         result = engine.summarize(request(messages, prior))
     except ContextTooLong:
-        # reactive retry, once per run: summarize in chunks that fit, chaining the state
-        window = context_window_for(engine.name) or max(
-            1000, sum(counter.count(message_payload(m)) for m in messages) // 2
-        )
+        # reactive retry, once per run: summarize in chunks that fit, chaining the state.
+        # Each chunk is at most half the span (so the failed request is never re-sent whole)
+        # and at most half the summarizer's window when litellm knows it.
+        span_tokens = sum(counter.count(message_payload(m)) for m in messages)
+        budget = max(1, span_tokens // 2)
+        window = context_window_for(engine.name)
+        if window:
+            budget = min(budget, window // 2)
         state = prior
-        for chunk in _chunks(messages, max(500, window // 2), counter):
+        for chunk in _chunks(messages, budget, counter):
             try:
                 state = engine.summarize(request(chunk, state))
             except ContextTooLong as exc:
@@ -539,6 +553,8 @@ def _summarize(
         assert state is not None
         result = state
         trigger = "reactive"
+    if opts.redact:
+        result = _redact_result(result)
     replaces = ([prior_event.uuid] if prior_event and prior_event.uuid else []) + [
         m.uuid for m in span if m.uuid
     ]

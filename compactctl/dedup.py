@@ -13,6 +13,7 @@ with the similarity of each pair; the registered reducer applies it on replay.
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -71,7 +72,7 @@ def pointer_text(newer: str, similarity: float, tool: str | None) -> str:
 
 
 def _eligible(m: Message, scope: str) -> bool:
-    if m.pinned or "summaryOf" in m.data or m.uuid is None:
+    if m.pinned or "summaryOf" in m.data or not m.uuid:
         return False
     if m.role == "tool":
         return scope in {"tool", "all"} and not m.text.startswith(POINTER_PREFIX)
@@ -132,7 +133,11 @@ def plan_dedup(
     counter = counter or TokenCounter("estimate")
     log = list(events)
     view = replay(log)
-    items = [(m.uuid or "", m.text) for m in view if _eligible(m, opts.scope)]
+    counts = Counter(m.uuid for m in view)
+    # a uuid shared by several messages cannot name one of them: leave those alone
+    items = [
+        (m.uuid or "", m.text) for m in view if _eligible(m, opts.scope) and counts[m.uuid] == 1
+    ]
     pairs = find_duplicates(
         items,
         threshold=opts.threshold,

@@ -137,7 +137,7 @@ def _micro_targets(view: View, params: MicroParams, done: Collection[str]) -> li
         for c in m.tool_calls:
             if isinstance(c.get("id"), str):
                 tool_of_call[c["id"]] = str(c.get("name", ""))
-        if m.role != "tool" or m.uuid is None or m.uuid in done or m.pinned:
+        if m.role != "tool" or not m.uuid or m.uuid in done or m.pinned:
             continue
         if (m.turn or 0) >= limit:
             continue

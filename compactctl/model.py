@@ -310,7 +310,8 @@ def event_from_dict(
     >>> type(event_from_dict({"type": "queue-operation"})).__name__
     'OtherEvent'
     """
-    cls = _TYPES.get(data.get("type"), OtherEvent)  # type: ignore[arg-type]
+    kind = data.get("type")
+    cls = _TYPES.get(kind, OtherEvent) if isinstance(kind, str) else OtherEvent
     return cls(data, raw, line, turn)
 
 
@@ -341,6 +342,9 @@ def dumps(value: Any) -> bytes:
     orjson rejects lone surrogates and integers beyond 64 bits; the stdlib writes them as
     ``\\udXXX`` escapes and exact integers, which is valid JSON that reads back the same.
 
+    Raises:
+        InputError: a value nested deeper than both serializers allow.
+
     >>> dumps({"a": "\\ud800", "n": 2**70})
     b'{"a":"\\\\ud800","n":1180591620717411303424}'
     """
@@ -348,8 +352,23 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except TypeError:
         import json
+        import sys
 
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+        # orjson writes 255 levels and reads 1024; the stdlib needs a little headroom for
+        # what orjson read, so the recursion limit is raised for this call only.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 5000))
+        try:
+            return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+        except RecursionError:
+            from .errors import InputError
+
+            raise InputError(
+                "a changed message holds a value nested too deeply to write as JSON "
+                "(more levels than Python's recursion limit); its original line is kept"
+            ) from None
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 _LONG_DIGITS = re.compile(rb"\d{20}|-\d{19}")

@@ -154,15 +154,16 @@ class _ReplayMemo:
     """What :func:`apply_rules_event` computed for the last rules event it replayed.
 
     ``compact`` replays the same log several times (before, during and after micro
-    compaction and summarization); the rules are pure, so a target whose content object and
-    tool are the ones seen last time gets the same result without running the rules again.
-    Only the last event's results are kept (one session's rewritten targets).
+    compaction and summarization); the rules are pure, so a target that is the same message
+    object, answering the same tool, as last time gets the same resulting message without
+    running the rules again. Only the last event's results are kept (one session's rewritten
+    targets).
     """
 
     event: CompactEvent | None = None
     rewriter: _Rewriter | None = None
-    # message uuid -> (content object it was computed from, tool name, new content)
-    done: dict[str, tuple[Any, str, Any]] = {}
+    # message uuid -> (the message it was computed from, tool name, the resulting message)
+    done: dict[str, tuple[Message, str, Message]] = {}
 
 
 @reducer("rules")
@@ -184,18 +185,19 @@ def apply_rules_event(view: View, event: CompactEvent) -> View:
         uuid = m.uuid
         if uuid in targets:
             assert uuid is not None
-            content = m.content
             tool = _tool_of(m, tool_of_call) if m.role == "tool" else ""
             seen = done.get(uuid)
-            if seen is not None and seen[0] is content and seen[1] == tool:
-                new = seen[2]
+            if seen is not None and seen[0] is m and seen[1] == tool:
+                m = seen[2]
             else:
+                source = m
+                content = m.content
                 new = rw.rewrite(content, rw.is_code(m, m.text, tool_of_call))
-                done[uuid] = (content, tool, new)
-            if new != content:
-                e = m.evolve(content=new)
-                assert isinstance(e, Message)
-                m = e
+                if new != content:
+                    e = m.evolve(content=new)
+                    assert isinstance(e, Message)
+                    m = e
+                done[uuid] = (source, tool, m)
         out.append(m)
     return out
 
@@ -234,7 +236,7 @@ def plan_rules(
     tool_of_call = _tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
     for m in view:
-        if m.role not in opts.roles or m.pinned or "summaryOf" in m.data or m.uuid is None:
+        if m.role not in opts.roles or m.pinned or "summaryOf" in m.data or not m.uuid:
             continue
         text = m.text
         if not text:

@@ -442,14 +442,9 @@ def test_table_through_real_processes(tmp_path: Path) -> None:
             assert data == case.data
 
 
-# --- known bugs outside files.py / jsonl.py (strict: an XPASS means fixed, drop the mark) -----
+# --- bugs found by this suite outside files.py / jsonl.py, fixed since -----------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dedup.plan_dedup hands duplicate uuids to similarity.find_duplicates, which raises "
-    "ValueError('duplicate key'): exit 3 'unexpected ValueError' instead of deduplicating",
-)
 def test_dedup_with_duplicate_uuids(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(_insert(LINES[AT - 1]))
@@ -457,11 +452,6 @@ def test_dedup_with_duplicate_uuids(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commands.load: a one-record canonical file with a blank first line parses as one "
-    "JSON document, which detect_document does not know: 'unknown transcript format', exit 3",
-)
 def test_one_record_after_a_blank_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n" + _msg("m1", "hello") + b"\n")
@@ -470,11 +460,6 @@ def test_one_record_after_a_blank_line(tmp_path: Path) -> None:
     assert orjson.loads(r.stdout)["files"][0]["format"] == "canonical"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the extractive summarizer tests `toolCallId not in called` on any JSON value: a "
-    "list raises TypeError (unhashable), exit 3 'unexpected TypeError'",
-)
 def test_tool_call_id_that_is_not_a_string(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(
@@ -492,12 +477,6 @@ def test_tool_call_id_that_is_not_a_string(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model.dumps falls back to json.dumps, which hits Python's recursion limit on "
-    "values 1000+ levels deep (orjson reads up to 1024); inspect --effective has no guard: "
-    "a traceback",
-)
 def test_deep_value_in_a_changed_message(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     deep = b"[" * 1000 + b"]" * 1000

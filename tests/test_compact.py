@@ -363,3 +363,21 @@ def test_model_session_uses_the_logs_model(tmp_path: Path, monkeypatch):
     path = write(tmp_path / "s.jsonl", load_records("small-s1"))
     compact_path(str(path), CompactOptions(force=True, model="session"), OutputOptions(db=""))
     assert seen == ["claude-sonnet-4-5"]
+
+
+def test_extractive_summary_never_stores_a_secret(tmp_path: Path):
+    records = load_records("small-s1")
+    secret_key = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6"
+    second_user = [i for i, r in enumerate(records) if r.get("role") == "user"][1]
+    records[second_user]["content"] += f"\nDo not print OPENAI_API_KEY={secret_key} anywhere."
+    path = write(tmp_path / "s.jsonl", records)
+    for fmt in ("sections", "task-state"):
+        for redact in (False, True):
+            opts = CompactOptions(force=True, format=fmt, redact=redact)
+            plan = plan_compact(list(read(str(path))), opts)
+            (s,) = [e for e in plan.events if isinstance(e, SummaryEvent)]
+            stored = orjson.dumps(s.data).decode()
+            # without redaction the constraint (and the key) reaches the summary
+            assert (secret_key in stored) is (not redact), (fmt, redact)
+            if fmt == "task-state":
+                parse_task_state(s.summary_text)  # still valid JSON after redaction

@@ -359,11 +359,6 @@ def test_real_process_failure(tmp_path: Path, transcript: Path) -> None:
     assert transcript.read_bytes() == SMALL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compact._summarize: the chunk budget is half the model's nominal window, so a span "
-    "under it is re-sent whole: the reactive retry repeats the request that just failed",
-)
 def test_reactive_retry_sends_smaller_requests(
     transcript: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1129,7 +1129,8 @@ class _Extractor:
             elif role == "tool":
                 if message.get("isError"):
                     self.facts.stats.failed_results += 1
-                if message.get("toolCallId") not in called:
+                call_id = message.get("toolCallId")
+                if not isinstance(call_id, str) or call_id not in called:
                     self._orphan_result(message)
         self._finish()
         return self.facts

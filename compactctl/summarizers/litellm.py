@@ -21,6 +21,7 @@ import orjson
 
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.model import message_text
+from compactctl.redact import redact
 from compactctl.summarizers import SummaryRequest, SummaryResult
 from compactctl.summary_format import (
     DISPLAY_SECTIONS,
@@ -138,6 +139,8 @@ class LiteLLMSummarizer:
         num_retries: litellm's retries with backoff on transient errors (timeouts, 429, 5xx).
         completion_kwargs: extra keyword arguments for ``litellm.completion`` (``api_base``,
             ``temperature``; tests pass ``mock_response``).
+        redact: redact secrets (:mod:`compactctl.redact`) from the prompt before it is sent;
+            the prompt holds clipped tool outputs, so this stays fast on huge outputs.
 
     Raises (from :meth:`summarize`):
         ContextTooLong: the model's context-length error.
@@ -152,8 +155,10 @@ class LiteLLMSummarizer:
         timeout: float = 120.0,
         num_retries: int = 2,
         completion_kwargs: Mapping[str, Any] | None = None,
+        redact: bool = True,
     ) -> None:
         self.name = model
+        self.redact = redact
         self.timeout = timeout
         self.num_retries = num_retries
         self.completion_kwargs = dict(completion_kwargs or {})
@@ -200,7 +205,10 @@ class LiteLLMSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Call the model once and validate its answer (see the class docstring)."""
-        answer = self._complete(build_prompt(request))
+        prompt = build_prompt(request)
+        if self.redact:
+            prompt = [{**m, "content": redact(m["content"])} for m in prompt]
+        answer = self._complete(prompt)
         try:
             if request.format == "sections":
                 text = _extract_sections(answer)
