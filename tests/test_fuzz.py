@@ -19,7 +19,6 @@ import os
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
