@@ -520,6 +520,7 @@ def _output_options(
         dry_run=dry_run,
         check=check,
         lock_timeout=settings.get("lock_timeout", lock_timeout, 10.0, float),
+        torn_wait=settings.get("torn_wait", None, 2.0, float),
         tier=tier,
         fmt=fmt,
         db="" if no_store else settings.get("db", db, None, str),

@@ -192,7 +192,8 @@ class OutputOptions:
         as_format: ``canonical`` or ``openai`` (Chat Completions messages), materialize only.
         dry_run: report only.
         check: report only; the CLI exits 1 if anything would change.
-        lock_timeout: seconds to wait for the transcript's lock.
+        lock_timeout: seconds to wait for the transcript's lock (and a mid-line writer).
+        torn_wait: seconds a last line without ``\\n`` must stay unchanged to be torn.
         tier: summary tier used by ``--materialize``.
         fmt: the source format (``None``: detect).
         db: the store path (``None``: ``COMPACTCTL_DB`` or the XDG state folder); ``""``
@@ -206,6 +207,7 @@ class OutputOptions:
     dry_run: bool = False
     check: bool = False
     lock_timeout: float = 10.0
+    torn_wait: float = 2.0
     tier: str | None = None
     fmt: str | None = None
     db: str | None = None
@@ -277,7 +279,7 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
             path=path,
         )
     if new:
-        done = append_events(path, new, lock_timeout=out.lock_timeout)
+        done = append_events(path, new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
         result.update(
             appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
         )

@@ -33,7 +33,7 @@ KNOWN_KEYS = frozenset(
         "keep_recent", "keep_turns", "lock_timeout", "max_summary_chars", "micro_trigger",
         "min_chars", "min_saving", "model", "num_retries", "pin_patterns", "preserve",
         "redact", "scope", "strategy", "summary_format", "summary_trigger", "threshold",
-        "tiers_model", "timeout",
+        "tiers_model", "timeout", "torn_wait",
     }
 )  # fmt: skip
 """Every key a config file may set (the long option names with ``_``, plus config-only

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .errors import InputError, UsageError, WriteError
+from .errors import InputError, LockTimeout, UsageError, WriteError
 from .jsonl import parse_line, read_stream
 from .locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
 from .model import Event
@@ -43,8 +43,10 @@ __all__ = [
 STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
 TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.gz")
-TORN_WAIT = 0.2
-"""Seconds to wait for a writer to finish a last line that has no ``\\n`` yet."""
+TORN_WAIT = 2.0
+"""Seconds a last line without ``\\n`` must stay unchanged (file mtime) before it is taken
+as torn by a crashed writer. A line still being written (the file changed more recently)
+is waited for, up to the lock timeout; an old torn line costs no wait at all."""
 
 
 class NoTranscripts(InputError):
@@ -187,9 +189,10 @@ def append_events(
     Under an exclusive ``flock``: events whose ``uuid`` is already the uuid of a record in
     the file are skipped (idempotence: layers derive uuids from their content; a malformed or
     torn line that merely contains the uuid, such as a record cut short by a crash, does not
-    count, so a re-run writes the event whole); if the file does not end in ``\\n``, wait up
-    to ``torn_wait`` seconds for the writer to finish the line, then treat it as torn (left in
-    place) and start on a new line; write every record in one ``os.write`` and ``fsync``. If
+    count, so a re-run writes the event whole); if the file does not end in ``\\n``, wait for
+    the writer to finish the line (up to ``lock_timeout`` from the start), unless the line
+    has not changed for ``torn_wait`` seconds: then it is torn (left in place) and our
+    records start on a new line; write every record in one ``os.write`` and ``fsync``. If
     the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is truncated back to its
     old size, so no partial record is left and the old bytes are intact. A process killed
     during the write (SIGKILL, power loss) can leave a torn partial record; it is kept and
@@ -210,10 +213,12 @@ def append_events(
         path: the transcript (must exist; not ``-``).
         events: new events, each with a ``uuid``.
         lock_timeout: seconds to wait for the lock.
-        torn_wait: seconds to wait for a mid-line writer.
+        torn_wait: seconds a last line without ``\\n`` must stay unchanged to count as torn
+            (:data:`TORN_WAIT`; ``COMPACTCTL_TORN_WAIT`` / ``torn_wait`` in the CLI).
 
     Raises:
-        LockTimeout: the lock was held by another process for ``lock_timeout`` seconds.
+        LockTimeout: the lock was held by another process for ``lock_timeout`` seconds, or
+            the last line was still being written when that time was up.
         WriteError: the file cannot be opened for writing, or the write failed (nothing
             partial remains, unless another process appended after the partial bytes).
         UsageError: ``path`` is ``-`` or a gzip-compressed file (nothing was written).
@@ -230,6 +235,7 @@ def append_events(
     except OSError as exc:
         raise WriteError(f"cannot open for append: {exc.strerror}", path=path) from None
     try:
+        started = time.monotonic()
         with exclusive_lock(fd, path, lock_timeout):
             size = os.fstat(fd).st_size
             if size >= 2 and os.pread(fd, 2, 0) == GZIP_MAGIC:
@@ -242,7 +248,7 @@ def append_events(
             if not fresh and not own_tail:
                 return AppendResult(0, len(events), 0, False, size)
             records = b"".join(e.to_json() + b"\n" for e in fresh)
-            size, torn = _wait_for_line_end(fd, torn_wait)
+            size, torn = _wait_for_line_end(fd, path, torn_wait, started + lock_timeout)
             payload = b"\n" + records if torn else records
             start = _write_whole(fd, path, payload) if payload else size
             return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, start)
@@ -285,18 +291,34 @@ def _has_record(mm: mmap.mmap, uuid: str) -> bool:
     return False
 
 
-def _wait_for_line_end(fd: int, wait: float) -> tuple[int, bool]:
-    """Return ``(size, torn)`` of the file as it is now: wait up to ``wait`` s for its last
-    byte to be ``\\n`` (a writer mid-line), re-reading the size each time, so the check is
-    made just before the write (an agent may have appended while we scanned the file)."""
-    deadline = time.monotonic() + wait
+def _wait_for_line_end(fd: int, path: str, quiet: float, deadline: float) -> tuple[int, bool]:
+    """Return ``(size, torn)`` of the file as it is now, once its last byte is ``\\n`` or its
+    last line is torn.
+
+    The size is re-read each time, so the check is made just before the write (an agent may
+    have appended while we scanned the file). A last line without ``\\n`` is torn when the
+    file has not changed for ``quiet`` seconds (its writer crashed); while it keeps changing
+    or is younger than that, a writer is mid-line and we wait for it.
+
+    Raises:
+        LockTimeout: at ``deadline`` (monotonic) the line is still being written; nothing
+            was written by us, and a retry later will find the line complete.
+    """
     while True:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return size, False
-        if time.monotonic() >= deadline:
+        age = time.time() - st.st_mtime
+        if age >= quiet:
             return size, True
-        time.sleep(0.01)
+        if time.monotonic() >= deadline:
+            raise LockTimeout(
+                "the file ends mid-line and another process is still writing that line; "
+                "nothing was written. Retry later, or raise --lock-timeout.",
+                path=path,
+            )
+        time.sleep(max(0.005, min(0.05, quiet - age)))
 
 
 def _write_whole(fd: int, path: str, payload: bytes) -> int:

@@ -25,6 +25,9 @@ def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
     monkeypatch.setenv("COMPACTCTL_DB", str(base / "compactctl.db"))
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # fixtures are written just before use, so a torn last line is only milliseconds old:
+    # take it as torn after 0.2 s instead of the default 2 s (tests of the wait set it)
+    monkeypatch.setenv("COMPACTCTL_TORN_WAIT", "0.2")
     monkeypatch.delenv("COMPACTCTL_CONFIG", raising=False)
 
 

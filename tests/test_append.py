@@ -148,3 +148,64 @@ def test_two_processes_appending_never_interleave(tmp_path: Path):
     for r in records:
         tag = r["uuid"][0]
         assert set(r["note"]) == {tag}
+
+
+def test_a_writer_pausing_mid_line_is_waited_for(tmp_path: Path):
+    import threading
+    import time
+
+    p = tmp_path / "s.jsonl"
+    half, rest = b'{"type":"message","uuid":"m2","role":"assistant",', b'"content":"late"}\n'
+    p.write_bytes(BASE + half)
+
+    def finish() -> None:
+        time.sleep(1.0)  # an agent pausing mid-line, longer than any fixed short wait
+        with open(p, "ab") as fh:
+            fh.write(rest)
+
+    t = threading.Thread(target=finish)
+    t.start()
+    r = append_events(str(p), [_ev("c1")], torn_wait=3.0, lock_timeout=10.0)
+    t.join()
+    assert r.torn_line is False
+    assert p.read_bytes() == BASE + half + rest + (
+        b'{"type":"compact","uuid":"c1","mode":"micro","note":"x"}\n'
+    )
+
+
+def test_a_line_still_being_written_at_the_deadline_is_a_lock_timeout(tmp_path: Path):
+    import threading
+    import time
+
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(BASE + b'{"type":"message","content":"')
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.is_set():
+            with open(p, "ab") as fh:
+                fh.write(b"a")
+            time.sleep(0.05)
+
+    t = threading.Thread(target=trickle)
+    t.start()
+    try:
+        with pytest.raises(LockTimeout, match="still writing that line"):
+            append_events(str(p), [_ev("c1")], torn_wait=1.0, lock_timeout=0.5)
+    finally:
+        stop.set()
+        t.join()
+    assert b'"uuid":"c1"' not in p.read_bytes()
+
+
+def test_an_old_torn_line_costs_no_wait(tmp_path: Path):
+    import time
+
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(BASE + b'{"type":"mess')
+    old = time.time() - 3600
+    os.utime(p, (old, old))  # a writer that crashed an hour ago
+    started = time.monotonic()
+    r = append_events(str(p), [_ev("c1")], torn_wait=30.0, lock_timeout=60.0)
+    assert r.torn_line is True
+    assert time.monotonic() - started < 10  # far below the 30 s quiet period
