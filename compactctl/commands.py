@@ -236,6 +236,13 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
         UsageError: a foreign file without ``-o``, or ``-o`` naming the input itself.
         InputError, WriteError, LockTimeout: from reading and writing.
     """
+    in_place = out.output is None and out.output_dir is None and path != STDIN
+    if in_place and not (out.dry_run or out.check) and _is_gzip(path):
+        raise UsageError(
+            "is gzip-compressed; compactctl does not append to a compressed transcript. "
+            "Pass -o FILE (or -o DIR/) to write the result",
+            path=path,
+        )
     fmt, events = load(path, out.fmt)
     new, report = planner(events, path)
     if out.output_dir is not None:
@@ -302,6 +309,16 @@ def output_name(path: str) -> str:
     if not name.endswith(".jsonl"):
         name = os.path.splitext(name)[0] + ".jsonl"
     return name
+
+
+def _is_gzip(path: str) -> bool:
+    """True when the file starts with the gzip magic bytes (checked before any planning, so
+    no model call is spent on a file that cannot be appended to)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 def _same_file(a: str, b: str) -> bool:
