@@ -239,8 +239,8 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
     in_place = out.output is None and out.output_dir is None and path != STDIN
     if in_place and not (out.dry_run or out.check) and _is_gzip(path):
         raise UsageError(
-            "is gzip-compressed; compactctl does not append to a compressed transcript. "
-            "Pass -o FILE (or -o DIR/) to write the result",
+            "is gzip-compressed; compactctl does not append to a compressed transcript "
+            "(nothing was written). Pass -o FILE (or -o DIR/) to write the result",
             path=path,
         )
     fmt, events = load(path, out.fmt)
