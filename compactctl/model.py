@@ -97,7 +97,7 @@ class Event:
         ('hi', 'hello', 'Message')
         """
         data = dict(self.data)
-        if self.raw is not None and _LONG_DIGITS.search(self.raw):
+        if self.raw is not None and _may_hold_big_int(self.raw):
             data = _exact(self.raw) or data
         for key, value in changes.items():
             if value is None:
@@ -374,6 +374,19 @@ def dumps(value: Any) -> bytes:
 _LONG_DIGITS = re.compile(rb"\d{20}|-\d{19}")
 """20+ digits, or a minus and 19: maybe an integer beyond orjson's 64 bits (below -2**63 or
 above 2**64 - 1), which orjson reads as a float."""
+
+
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _may_hold_big_int(raw: bytes) -> bool:
+    """``_LONG_DIGITS.search(raw)`` in C speed: digits mapped to ``0``, then a substring test.
+
+    >>> _may_hold_big_int(b'{"n":123456789012345678901}'), _may_hold_big_int(b'{"n":12}')
+    (True, False)
+    """
+    zeros = raw.translate(_DIGITS_TO_ZERO)
+    return b"0" * 20 in zeros or b"-" + b"0" * 19 in zeros
 
 
 def _exact(raw: bytes) -> JSON | None:

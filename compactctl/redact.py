@@ -40,6 +40,27 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+_HINTS: dict[str, tuple[str, ...]] = {
+    "private-key": ("PRIVATE KEY",),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "stripe-key": ("k_live_", "k_test_"),
+    "aws-access-key": ("AKIA", "ASIA"),
+    "github-token": ("gh", "github_pat_"),
+    "slack-token": ("xox",),
+    "google-api-key": ("AIza",),
+    "url-password": ("://",),
+}
+"""A literal each pattern's match must contain: a cheap ``in`` test skips the regex on most
+texts (the regexes run at 16-40 MB/s; a 50 MB tool output took seconds)."""
+
+_LOWER_HINTS: dict[str, tuple[str, ...]] = {
+    "bearer-token": ("bearer",),
+    "assigned-secret": ("key", "token", "pass", "secret"),
+}
+"""The same for the case-insensitive patterns, tested on the lower-cased text."""
+
+
 def redact(text: str) -> str:
     """Replace secrets in ``text`` by ``[REDACTED:<kind>]``.
 
@@ -50,7 +71,17 @@ def redact(text: str) -> str:
     >>> redact("Authorization: Bearer abcdefghijklmnop1234")
     'Authorization: [REDACTED:bearer-token]'
     """
+    lowered: str | None = None
     for kind, pattern in PATTERNS:
+        hints = _HINTS.get(kind)
+        if hints is not None:
+            if not any(h in text for h in hints):
+                continue
+        else:
+            if lowered is None:
+                lowered = text.lower()
+            if not any(h in lowered for h in _LOWER_HINTS[kind]):
+                continue
         if kind == "assigned-secret":
             text = pattern.sub(r"\1[REDACTED:assigned-secret]", text)
         else:
