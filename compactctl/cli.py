@@ -199,7 +199,8 @@ def run_files(
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
     Each file runs in its own ``try`` (STYLE.md habit 6). With more than one file and
-    ``jobs > 1``, files run in a process pool; results come back in input order.
+    ``jobs > 1``, files run in a process pool, at most ``2 * jobs`` in flight; results come
+    back in input order.
     """
     files = _discover(paths, report)
     n = _jobs(settings, jobs, len(files))
@@ -208,11 +209,22 @@ def run_files(
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
         if n > 1 and STDIN not in files:
+            from collections import deque
             from concurrent.futures import ProcessPoolExecutor
 
+            # at most 2 x jobs files in flight, results in input order: memory stays flat
             with ProcessPoolExecutor(max_workers=n) as pool:
-                futures = [(f, pool.submit(_guarded, worker, f, debug)) for f in files]
-                for f, fut in futures:
+                pending: deque[tuple[str, Any]] = deque()
+                todo = iter(files)
+                for f in todo:
+                    pending.append((f, pool.submit(_guarded, worker, f, debug)))
+                    if len(pending) >= 2 * n:
+                        break
+                while pending:
+                    f, fut = pending.popleft()
+                    nxt = next(todo, None)
+                    if nxt is not None:
+                        pending.append((nxt, pool.submit(_guarded, worker, nxt, debug)))
                     yield f, fut.result()
         else:
             for f in files:
@@ -260,7 +272,7 @@ def _dump_json(doc: Any, *, to_stderr: bool = False) -> None:
 
 
 def _finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
-    if not quiet and (len(report.results) + len(report.failures)) > 1:
+    if not quiet and (report.processed + len(report.failures)) > 1:
         _err(report.summary(verb, rest))
     raise typer.Exit(report.return_code)
 
@@ -385,7 +397,7 @@ def inspect_cmd(
                 _err(f"compactctl: {exc}")
         raise typer.Exit(report.return_code)
 
-    results = []
+    report.keep = json_out  # the table is printed as each file finishes: keep nothing
     for result in run_files(
         paths,
         functools.partial(inspect_path, options=opts),
@@ -397,7 +409,6 @@ def inspect_cmd(
     ):
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
         report.done(result, changed=bool(serious))
-        results.append(result)
         if not json_out:
             from .render import inspect_table
 
@@ -406,7 +417,7 @@ def inspect_cmd(
     if json_out:
         from .commands import inspect_totals
 
-        _dump_json({"files": results, "totals": inspect_totals(results, report)})
+        _dump_json({"files": report.results, "totals": inspect_totals(report.results, report)})
     _finish(report, "with findings", quiet, rest="clean")
 
 
@@ -577,15 +588,20 @@ def _run_transform(
     line: Callable[[dict[str, Any]], str],
     dry: bool = False,
 ) -> None:
-    """Run a transcript-changing command over PATHS, report, and exit with the code."""
-    report = Report(check=check)
-    results = []
+    """Run a transcript-changing command over PATHS, report, and exit with the code.
+
+    Without ``--json`` each file's line is printed as it finishes and no result is kept, so
+    memory stays flat however many files there are.
+    """
+    report = Report(check=check, keep=json_out)
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=desc
     ):
         report.done(result, changed=result["changed"])
-        results.append(result)
-    _report_changes(report, results, json_out=json_out, quiet=quiet, line=line)
+        if not json_out and not quiet:
+            _err(line(result))
+    if json_out:
+        _report_changes(report, report.results, json_out=True, quiet=quiet, line=line)
     _finish(report, f"would be {verb}" if dry else verb, quiet)
 
 

@@ -21,19 +21,26 @@ class Report:
 
     Attributes:
         check: ``--check`` mode: files that would change make the exit code 1.
-        results: per-file result dicts, in the order they finished.
+        keep: keep every result dict (``--json`` needs them all); otherwise only counts are
+            kept, so memory stays flat over thousands of files.
+        results: per-file result dicts, in input order (empty unless ``keep``).
+        processed: files processed.
         failures: ``(path, error)`` for each file that could not be processed.
         changed: files that were (or, with --check/--dry-run, would be) changed.
     """
 
     check: bool = False
+    keep: bool = True
     results: list[dict[str, Any]] = field(default_factory=list)
+    processed: int = 0
     failures: list[tuple[str, CompactError]] = field(default_factory=list)
     changed: int = 0
 
     def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
         """Record a processed file and whether it changed (or would change)."""
-        self.results.append(result)
+        if self.keep:
+            self.results.append(result)
+        self.processed += 1
         self.changed += int(changed)
 
     def failed(self, path: str, error: CompactError) -> None:
@@ -61,7 +68,7 @@ class Report:
         >>> r = Report(); r.done({}, changed=True); r.done({}); r.summary("compacted")
         '1 file compacted, 1 unchanged.'
         """
-        n = len(self.results)
+        n = self.processed
         parts = [f"{self.changed} file{'s' if self.changed != 1 else ''} {verb}"]
         if n - self.changed:
             parts.append(f"{n - self.changed} {rest}")
