@@ -16,7 +16,7 @@ from compactctl.files import read
 from compactctl.inspector import prompt_tokens
 from compactctl.model import Message, SummaryEvent
 from compactctl.replay import replay, tool_block_keys
-from compactctl.summary_format import parse_task_state, validate_sections
+from compactctl.summary_format import SECTIONS, parse_task_state, validate_sections
 from compactctl.tokens import TokenCounter
 
 from .conftest import SAMPLES, run_cli
@@ -234,18 +234,7 @@ VALID_SECTIONS = (
     "<analysis>short</analysis>\n<summary>\n"
     + "\n".join(
         f"### {s}\n- {s} item"
-        for s in [
-            "Primary Request",
-            "Key Technical Concepts",
-            "Files and Code Sections",
-            "Errors and Fixes",
-            "Problem Solving",
-            "Decision Rationale",
-            "All User Messages",
-            "Pending Tasks",
-            "Current Work",
-            "Optional Next Step",
-        ]
+        for s in SECTIONS  # the ten sections of seed 003, in order
     )
     + "\n</summary>"
 )
