@@ -23,7 +23,7 @@ import orjson
 from .errors import UsageError
 from .micro import NAMESPACE
 from .model import CompactEvent, Event, Message, event_from_dict
-from .replay import View, reducer, replay
+from .replay import View, reducer, replay, tool_names
 from .tokens import TokenCounter
 
 __all__ = ["DedupOptions", "apply_dedup", "dedup", "plan_dedup", "pointer_text"]
@@ -90,9 +90,7 @@ def apply_dedup(view: View, event: CompactEvent) -> View:
         return view
     sims = event.params.get("similarity")
     sims = sims if isinstance(sims, dict) else {}
-    tool_of_call = {
-        c["id"]: str(c.get("name", "")) for m in view for c in m.tool_calls if "id" in c
-    }
+    tool_of_call = tool_names(view)
     out: View = []
     for m in view:
         newer = dup.get(m.uuid) if m.uuid else None

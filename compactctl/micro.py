@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from .model import CompactEvent, Event, Message, event_from_dict
-from .replay import View, reducer, replay
+from .model import CompactEvent, Event, Message, event_from_dict, message_text
+from .replay import View, reducer, replay, tool_names
 
 __all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro"]
 
@@ -131,12 +131,9 @@ def _micro_targets(view: View, params: MicroParams, done: Collection[str]) -> li
     current = max((m.turn or 0 for m in view), default=0)
     limit = current - params.keep_turns
     rp = params.replay_params()
-    tool_of_call: dict[str, str] = {}
+    tool_of_call = tool_names(view)
     found = []
     for m in view:
-        for c in m.tool_calls:
-            if isinstance(c.get("id"), str):
-                tool_of_call[c["id"]] = str(c.get("name", ""))
         if m.role != "tool" or not m.uuid or m.uuid in done or m.pinned:
             continue
         if (m.turn or 0) >= limit:
@@ -179,8 +176,8 @@ def plan_micro(
     if not targets:
         return None
     rp = params.replay_params()
-    before = sum(len(_text(m.content)) for m in targets)
-    after = sum(len(_text(_elide_content(m.content, rp))) for m in targets)
+    before = sum(len(message_text(m.content)) for m in targets)
+    after = sum(len(message_text(_elide_content(m.content, rp))) for m in targets)
     ids = [m.uuid for m in targets if m.uuid]
     key = orjson.dumps({"mode": "micro", "targets": ids, "params": rp}, option=orjson.OPT_SORT_KEYS)
     data = {
@@ -197,12 +194,6 @@ def plan_micro(
     event = event_from_dict(data)
     assert isinstance(event, CompactEvent)
     return event
-
-
-def _text(content: Any) -> str:
-    from .model import message_text
-
-    return message_text(content)
 
 
 def micro(params: MicroParams | None = None, *, timestamp: str | None = None) -> Any:

@@ -23,7 +23,15 @@ from typing import Any
 
 from .model import CompactEvent, Event, Message, SummaryEvent
 
-__all__ = ["Reducer", "View", "known_modes", "reducer", "replay", "tool_block_keys"]
+__all__ = [
+    "Reducer",
+    "View",
+    "known_modes",
+    "reducer",
+    "replay",
+    "tool_block_keys",
+    "tool_names",
+]
 
 View = list[Message]
 """The effective context: messages in the order an agent sends them."""
@@ -94,6 +102,25 @@ def tool_block_keys(messages: Iterable[Message]) -> dict[str, str]:
             if cid is not None and cid in owner_of_call:
                 keys[uuid] = owner_of_call[cid]
     return keys
+
+
+def tool_names(messages: Iterable[Message]) -> dict[str, str]:
+    """Map each tool call id to its tool's name (``""`` when the call names none).
+
+    Calls whose id is not a string are skipped (a malformed log must not break a layer).
+
+    >>> from compactctl.model import event_from_dict as ev
+    >>> m = ev({"type": "message", "role": "assistant",
+    ...         "toolCalls": [{"id": "c1", "name": "bash"}, {"id": ["x"], "name": "odd"}]})
+    >>> tool_names([m])
+    {'c1': 'bash'}
+    """
+    return {
+        c["id"]: str(c.get("name") or "")
+        for m in messages
+        for c in m.tool_calls
+        if isinstance(c.get("id"), str)
+    }
 
 
 def summary_message(event: SummaryEvent, tier: str | None = None) -> Message:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .micro import NAMESPACE
-from .model import CompactEvent, Event, Message, event_from_dict
-from .replay import View, reducer, replay
+from .model import CompactEvent, Event, Message, event_from_dict, message_text
+from .replay import View, reducer, replay, tool_names
 from .tokens import TokenCounter, estimate_tokens
 
 if TYPE_CHECKING:
@@ -135,21 +135,6 @@ class _Rewriter:
         return content
 
 
-def _text_of(content: Any) -> str:
-    from .model import message_text
-
-    return message_text(content)
-
-
-def _tool_names(view: View) -> dict[str, str]:
-    return {
-        c["id"]: str(c.get("name", ""))
-        for m in view
-        for c in m.tool_calls
-        if isinstance(c.get("id"), str)
-    }
-
-
 class _ReplayMemo:
     """What :func:`apply_rules_event` computed for the last rules event it replayed.
 
@@ -179,7 +164,7 @@ def apply_rules_event(view: View, event: CompactEvent) -> View:
         memo.event, memo.rewriter, memo.done = event, _Rewriter(versions), {}
     rw, done = memo.rewriter, memo.done
     targets = set(event.targets)
-    tool_of_call = _tool_names(view)
+    tool_of_call = tool_names(view)
     out: View = []
     for m in view:
         uuid = m.uuid
@@ -233,7 +218,7 @@ def plan_rules(
     versions = {r.name: r.version for r in opts.chosen()}
     rw = _Rewriter(versions)
     view = replay(list(events))
-    tool_of_call = _tool_names(view)
+    tool_of_call = tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
     for m in view:
         if m.role not in opts.roles or m.pinned or "summaryOf" in m.data or not m.uuid:
@@ -245,7 +230,7 @@ def plan_rules(
         new_content = rw.rewrite(m.content, code)
         if new_content == m.content:
             continue
-        changed.append((m, text, code, _text_of(new_content)))
+        changed.append((m, text, code, message_text(new_content)))
     # one batch: every distinct text is counted once
     counts = counter.count_many([t for _, text, _, new in changed for t in (text, new)])
     targets: list[Message] = []
