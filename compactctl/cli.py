@@ -199,8 +199,11 @@ def run_files(
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
     Each file runs in its own ``try`` (STYLE.md habit 6). With more than one file and
-    ``jobs > 1``, files run in a process pool, at most ``2 * jobs`` in flight; results come
-    back in input order.
+    ``jobs > 1``, files run in a process pool, at most ``max(64, 4 * jobs)`` in flight;
+    results come back in input order. The window is wide so that one large file at the head
+    does not leave the other workers idle, and fixed so that the parent's memory does not
+    grow with the number of files (a finished result waits at most for the files before
+    it in the window).
     """
     files = _discover(paths, report)
     n = _jobs(settings, jobs, len(files))
@@ -212,13 +215,14 @@ def run_files(
             from collections import deque
             from concurrent.futures import ProcessPoolExecutor
 
-            # at most 2 x jobs files in flight, results in input order: memory stays flat
+            # a fixed window of files in flight, results in input order: memory stays flat
+            window = max(64, 4 * n)
             with ProcessPoolExecutor(max_workers=n) as pool:
                 pending: deque[tuple[str, Any]] = deque()
                 todo = iter(files)
                 for f in todo:
                     pending.append((f, pool.submit(_guarded, worker, f, debug)))
-                    if len(pending) >= 2 * n:
+                    if len(pending) >= window:
                         break
                 while pending:
                     f, fut = pending.popleft()

@@ -8,8 +8,9 @@ can run them in a process pool.
 
 from __future__ import annotations
 
-import io
+import itertools
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -19,7 +20,7 @@ import orjson
 from .errors import InputError, UsageError
 from .files import STDIN, append_events, open_input, write_output
 from .inspector import inspect_events
-from .jsonl import BOM, assign_turns, dump_events, read_stream
+from .jsonl import BOM, assign_turns, dump_events, read_bytes
 from .model import BadLine, Event, Message, dumps, event_from_dict
 from .replay import replay
 from .report import Report
@@ -54,10 +55,13 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
         except (OSError, EOFError) as exc:
             raise InputError(f"cannot read: {exc}", path=path) from None
     body = data[3:] if data.startswith(BOM) else data
-    head = body.lstrip()[:1]
+    found = _NON_SPACE.search(body)  # no body.lstrip(): that copies the whole file
+    start = found.start() if found else len(body)
+    head = body[start : start + 1]
     doc: Any = None
     if fmt in (None, "openhands", "swe-agent") and head in (b"[", b"{"):
-        first_line = body.lstrip().split(b"\n", 1)[0]  # the first non-blank line
+        end = body.find(b"\n", start)
+        first_line = body[start : end if end >= 0 else len(body)]  # first non-blank line
         if head == b"[" or not _parses(first_line):
             try:
                 doc = orjson.loads(body)
@@ -74,15 +78,19 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
         if name is None or importer is None:
             raise InputError(_unknown_format_message(known_formats()), path=path)
         return name, _imported(importer(doc), [])
-    events = list(read_stream(io.BytesIO(data)))
-    records = [e for e in events if not isinstance(e, BadLine)]
-    name = fmt or (detect([e.data for e in records[:50]]) if records else "canonical")
-    if name is None and len(records) == 1:
-        name = detect_document(records[0].data)
+    del body
+    events = read_bytes(data)
+    del data  # the events hold their lines' bytes; the file's copy can go
+    if fmt == "canonical":
+        return fmt, events
+    head50 = [e.data for e in itertools.islice(_records(events), 50)]
+    name = fmt or (detect(head50) if head50 else "canonical")
+    if name is None and len(head50) == 1:
+        name = detect_document(head50[0])
         if name is not None and FORMATS[name].document_to_canonical is not None:
             importer = FORMATS[name].document_to_canonical
             assert importer is not None
-            return name, _imported(importer(records[0].data), [])
+            return name, _imported(importer(head50[0]), [])
     if name is None:
         raise InputError(_unknown_format_message(known_formats()), path=path)
     if name == "canonical":
@@ -91,7 +99,16 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
     if line_importer is None:
         raise UsageError(f"--format {name} is a whole-document format, not JSON lines")
     bad = [e for e in events if isinstance(e, BadLine)]
-    return name, _imported(line_importer((e.line or 0, e.data) for e in records), bad)
+    return name, _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+
+
+def _records(events: list[Event]) -> Iterator[Event]:
+    """The events that are JSON objects (not bad lines), lazily."""
+    return (e for e in events if not isinstance(e, BadLine))
+
+
+_NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+"""The first byte that ``bytes.lstrip()`` would keep."""
 
 
 def _parses(line: bytes) -> bool:

@@ -17,7 +17,15 @@ import orjson
 
 from .model import BadLine, Event, OtherEvent, event_from_dict, is_real_user
 
-__all__ = ["BOM", "iter_lines", "parse_line", "read_stream", "assign_turns", "dump_events"]
+__all__ = [
+    "BOM",
+    "assign_turns",
+    "dump_events",
+    "iter_lines",
+    "parse_line",
+    "read_bytes",
+    "read_stream",
+]
 
 BOM = b"\xef\xbb\xbf"
 
@@ -50,7 +58,7 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
     'not-object'
     """
     body = raw[3:] if raw.startswith(BOM) else raw
-    if not body.strip():
+    if not body or body.isspace():  # not body.strip(): no copy of every line
         return BadLine(raw, line, "blank", "blank line")
     try:
         data = orjson.loads(body)
@@ -87,6 +95,27 @@ def read_stream(stream: BinaryIO) -> Iterator[Event]:
                 yield parse_line(raw, number)
 
     return assign_turns(events())
+
+
+def read_bytes(data: bytes) -> list[Event]:
+    """:func:`read_stream` over a whole file already in memory: the same events, faster.
+
+    Splits ``data`` once (each line is one slice; no stream, no per-line re-slicing), so the
+    session costs its bytes about twice while the list is built. A last line without ``\n``
+    is a torn ``BadLine``, as in :func:`read_stream`; empty ``data`` gives ``[]``.
+
+    >>> [type(e).__name__ for e in read_bytes(b'{"type":"message","role":"user"}\n{"ty')]
+    ['Message', 'BadLine']
+    """
+    lines = data.split(b"\n")
+    last = lines.pop()  # b"" when data ends with "\n" (or is empty)
+    events = [parse_line(raw, number) for number, raw in enumerate(lines, 1)]
+    if last:
+        n = len(lines) + 1
+        events.append(BadLine(last, n, "torn", "last line has no newline (torn write)"))
+    for _ in assign_turns(events):
+        pass
+    return events
 
 
 def assign_turns(events: Iterable[Event]) -> Iterator[Event]:

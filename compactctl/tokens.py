@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import os
 import re
@@ -110,7 +109,11 @@ class TokenCounter:
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.encoding_name = encoding
         self.is_estimate = encoding == "estimate"
-        self._cache: dict[bytes, int] = {}
+        # keyed by the text itself: str hashes are computed once per object and cached by
+        # Python, where a digest cost an extra UTF-8 copy and a blake2b pass per text. The
+        # texts are the session's own strings (alive while it is processed), so the cache
+        # adds a reference, not a copy, except for joined tool-call payloads.
+        self._cache: dict[str, int] = {}
         self._enc: Any = None
 
     def _encoder(self) -> Any:
@@ -128,21 +131,15 @@ class TokenCounter:
                 ) from exc
         return self._enc
 
-    @staticmethod
-    def _key(text: str) -> bytes:
-        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
     def count(self, text: str) -> int:
         """Tokens in ``text`` (``encode_ordinary``: special tokens count as plain text)."""
         if not text:
             return 0
         if self.is_estimate:
             return estimate_tokens(text)
-        key = self._key(text)
-        n = self._cache.get(key)
+        n = self._cache.get(text)
         if n is None:
-            n = len(self._encoder().encode_ordinary(_clean(text)))
-            self._cache[key] = n
+            n = self._cache[text] = len(self._encoder().encode_ordinary(_clean(text)))
         return n
 
     def count_many(self, texts: Iterable[str]) -> list[int]:
@@ -156,14 +153,13 @@ class TokenCounter:
         if self.is_estimate:
             return [estimate_tokens(t) for t in texts]
         cache = self._cache
-        keys = [self._key(t) for t in texts]
         encode = None
-        for k, t in zip(keys, texts, strict=True):
-            if t and k not in cache:
+        for t in texts:
+            if t and t not in cache:
                 if encode is None:
                     encode = self._encoder().encode_ordinary
-                cache[k] = len(encode(_clean(t)))
-        return [cache.get(k, 0) for k in keys]
+                cache[t] = len(encode(_clean(t)))
+        return [cache.get(t, 0) for t in texts]
 
 
 def _clean(text: str) -> str:

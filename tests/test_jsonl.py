@@ -6,8 +6,11 @@ import gzip
 import io
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from compactctl.files import read
-from compactctl.jsonl import dump_events, read_stream
+from compactctl.jsonl import dump_events, read_bytes, read_stream
 from compactctl.model import BadLine, Message, OtherEvent, SummaryEvent
 
 
@@ -97,3 +100,54 @@ def test_read_gzip_and_plain(tmp_path: Path):
 def test_unknown_types_preserved():
     (e,) = _events(b'{"type":"file-history-snapshot","snapshot":{"x":1}}\n')
     assert isinstance(e, OtherEvent) and e.data["snapshot"] == {"x": 1}
+
+
+_LINE_PIECES = [
+    b'{"type":"message","uuid":"u1","role":"user","content":"hi"}',
+    b'{"type":"message","role":"assistant","content":"ok","turnId":7}',
+    b'{"type":"message","role":"user","content":"x","isMeta":true}',
+    b'{"type":"compact","uuid":"c","mode":"micro","targets":[]}',
+    b"\xef\xbb\xbf{}",
+    b"   ",
+    b"",
+    b"\r",
+    b"[1,2]",
+    b'{"type":',
+    b"\xff\xfe",
+    b'{"a":"\\ud800"}',
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_LINE_PIECES), max_size=12),
+    st.booleans(),
+    st.sampled_from([b"", b'{"type":"message","role":"user"', b" "]),
+)
+def test_read_bytes_equals_read_stream(lines: list[bytes], newline_at_end: bool, tail: bytes):
+    """``load``'s fast reader gives the same events (class, data, raw, line, turn, problem)
+    as the streaming reader, torn last lines included."""
+    data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"") + tail
+
+    def shape(events: list) -> list[tuple]:
+        return [
+            (
+                type(e).__name__,
+                getattr(e, "data", None),
+                e.raw,
+                e.line,
+                e.turn,
+                getattr(e, "problem", None),
+            )
+            for e in events
+        ]
+
+    assert shape(read_bytes(data)) == shape(list(read_stream(io.BytesIO(data))))
+
+
+def test_read_bytes_torn_and_empty():
+    assert read_bytes(b"") == []
+    events = read_bytes(b'{"type":"message","role":"user","content":"a"}\n{"ty')
+    assert [type(e).__name__ for e in events] == ["Message", "BadLine"]
+    assert (events[1].problem, events[1].line, events[1].raw) == ("torn", 2, b'{"ty')
+    assert events[0].turn == 1
