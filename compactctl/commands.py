@@ -20,7 +20,7 @@ import orjson
 from .errors import InputError, UsageError
 from .files import STDIN, append_events, open_input, write_output
 from .inspector import inspect_events
-from .jsonl import BOM, assign_turns, dump_events, read_bytes
+from .jsonl import BLOCK, BOM, assign_turns, dump_events, read_blocks, read_bytes
 from .model import BadLine, Event, Message, dumps, event_from_dict
 from .replay import replay
 from .report import Report
@@ -38,7 +38,9 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
     :mod:`compactctl.formats`. Lines that are not JSON objects are kept as ``BadLine``
     events (for a foreign file, after the imported events).
 
-    Memory: the whole file (one session at a time, DESIGN.md section 7).
+    Memory: the session's events, one session at a time (DESIGN.md section 7). JSON lines
+    are read in blocks of :data:`~compactctl.jsonl.BLOCK` bytes, so the file is never held
+    as one buffer beside its events; a whole-document format is read whole.
 
     Raises:
         InputError: the file cannot be read, or its format is unknown (the message lists the
@@ -49,24 +51,24 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
 
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r}; known: {', '.join(known_formats())}")
+    doc: Any = None
     with open_input(path) as stream:
+        read = getattr(stream, "read1", None) or stream.read
         try:
-            data = stream.read()
+            first = _first_line_block(read)
+            if _may_be_document(first, fmt):  # a whole JSON document: read it all
+                data = first + stream.read()
+                try:
+                    doc = orjson.loads(data[3:] if data.startswith(BOM) else data)
+                except orjson.JSONDecodeError:
+                    events = read_bytes(data)
+                del data
+            else:  # JSON lines, streamed: the file is never held as one buffer
+                rest = iter(lambda: read(BLOCK), b"")
+                events = list(read_blocks(itertools.chain([first], rest)))
+            del first
         except (OSError, EOFError) as exc:
             raise InputError(f"cannot read: {exc}", path=path) from None
-    body = data[3:] if data.startswith(BOM) else data
-    found = _NON_SPACE.search(body)  # no body.lstrip(): that copies the whole file
-    start = found.start() if found else len(body)
-    head = body[start : start + 1]
-    doc: Any = None
-    if fmt in (None, "openhands", "swe-agent") and head in (b"[", b"{"):
-        end = body.find(b"\n", start)
-        first_line = body[start : end if end >= 0 else len(body)]  # first non-blank line
-        if head == b"[" or not _parses(first_line):
-            try:
-                doc = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                doc = None
     if doc is not None:
         name = fmt or detect_document(doc)
         importer = FORMATS[name].document_to_canonical if name else None
@@ -78,9 +80,6 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
         if name is None or importer is None:
             raise InputError(_unknown_format_message(known_formats()), path=path)
         return name, _imported(importer(doc), [])
-    del body
-    events = read_bytes(data)
-    del data  # the events hold their lines' bytes; the file's copy can go
     if fmt == "canonical":
         return fmt, events
     head50 = [e.data for e in itertools.islice(_records(events), 50)]
@@ -109,6 +108,50 @@ def _records(events: list[Event]) -> Iterator[Event]:
 
 _NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 """The first byte that ``bytes.lstrip()`` would keep."""
+
+
+def _first_line_block(read: Callable[[int], bytes]) -> bytes:
+    """The first bytes of a stream, through the end of its first non-blank line (or EOF).
+
+    A UTF-8 BOM at the start is skipped when looking for that line. Reads whole blocks, so
+    the result usually holds more lines; ``bytearray`` appends keep a long first line
+    linear.
+    """
+    buf = bytearray()
+    start = -1  # where the first non-blank line starts, once known
+    scanned = 0  # bytes already searched (for that start, then for its newline)
+    while block := read(BLOCK):
+        buf += block
+        if start < 0:
+            if len(buf) < 3 and BOM.startswith(buf):
+                continue  # a BOM may still be arriving
+            found = _NON_SPACE.search(buf, max(scanned, 3 if buf.startswith(BOM) else 0))
+            scanned = len(buf)
+            if found is None:
+                continue
+            start = scanned = found.start()
+        if buf.find(b"\n", scanned) >= 0:
+            break
+        scanned = len(buf)
+    return bytes(buf)
+
+
+def _may_be_document(first: bytes, fmt: str | None) -> bool:
+    """Whether a file opening with ``first`` (see :func:`_first_line_block`) may be one JSON
+    document (OpenHands, SWE-agent ``.traj``) rather than JSON lines: it opens with ``[``,
+    or with ``{`` on a first line that does not parse alone (pretty-printed JSON)."""
+    if fmt not in (None, "openhands", "swe-agent"):
+        return False
+    body = first[3:] if first.startswith(BOM) else first
+    found = _NON_SPACE.search(body)
+    if found is None:
+        return False
+    start = found.start()
+    head = body[start : start + 1]
+    if head != b"{":
+        return head == b"["
+    end = body.find(b"\n", start)
+    return not _parses(body[start : end if end >= 0 else len(body)])
 
 
 def _parses(line: bytes) -> bool:

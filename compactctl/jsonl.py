@@ -80,42 +80,59 @@ def parse_line(raw: bytes, line: int | None = None) -> Event:
     return event_from_dict(data, raw, line)
 
 
+BLOCK = 1 << 20
+"""Bytes read at a time by :func:`read_stream` (1 MiB)."""
+
+
 def read_stream(stream: BinaryIO) -> Iterator[Event]:
     """Read a canonical JSONL stream into events, with turn ids assigned (streaming).
 
+    Reads blocks of up to :data:`BLOCK` bytes (``read1`` where the stream has it, so a pipe
+    yields what it has) and splits each once; memory is one block plus the longest line.
     A last line without ``\\n`` is yielded as a ``BadLine(problem="torn")`` and not parsed
     (DESIGN.md section 6): a writer may have crashed mid-line.
     """
-
-    def events() -> Iterator[Event]:
-        for number, raw, terminated in iter_lines(stream):
-            if not terminated:
-                yield BadLine(raw, number, "torn", "last line has no newline (torn write)")
-            else:
-                yield parse_line(raw, number)
-
-    return assign_turns(events())
+    read = getattr(stream, "read1", None) or stream.read
+    return read_blocks(iter(lambda: read(BLOCK), b""))
 
 
 def read_bytes(data: bytes) -> list[Event]:
-    """:func:`read_stream` over a whole file already in memory: the same events, faster.
+    """:func:`read_stream` over bytes already in memory: the same events, as a list.
 
-    Splits ``data`` once (each line is one slice; no stream, no per-line re-slicing), so the
-    session costs its bytes about twice while the list is built. A last line without ``\n``
-    is a torn ``BadLine``, as in :func:`read_stream`; empty ``data`` gives ``[]``.
-
-    >>> [type(e).__name__ for e in read_bytes(b'{"type":"message","role":"user"}\n{"ty')]
+    >>> [type(e).__name__ for e in read_bytes(b'{"type":"message","role":"user"}\\n{"ty')]
     ['Message', 'BadLine']
     """
-    lines = data.split(b"\n")
-    last = lines.pop()  # b"" when data ends with "\n" (or is empty)
-    events = [parse_line(raw, number) for number, raw in enumerate(lines, 1)]
-    if last:
-        n = len(lines) + 1
-        events.append(BadLine(last, n, "torn", "last line has no newline (torn write)"))
-    for _ in assign_turns(events):
-        pass
-    return events
+    return list(read_blocks([data]))
+
+
+def read_blocks(blocks: Iterable[bytes]) -> Iterator[Event]:
+    """Events of a JSONL byte stream given as consecutive blocks cut anywhere.
+
+    Each block is split on ``\\n`` once; a line that spans blocks is joined from its pieces
+    (no quadratic re-copying of a long line). Line numbers start at 1; turn ids are
+    assigned; a last line without ``\\n`` is a torn ``BadLine``; no bytes give no events.
+    """
+
+    def events() -> Iterator[Event]:
+        number = 0
+        head: list[bytes] = []  # pieces of a line whose \n has not come yet
+        for block in blocks:
+            lines = block.split(b"\n")
+            if head:
+                head.append(lines[0])
+                if len(lines) == 1:
+                    continue
+                lines[0] = b"".join(head)
+            tail = lines.pop()
+            head = [tail] if tail else []
+            for raw in lines:
+                number += 1
+                yield parse_line(raw, number)
+        if head:
+            raw = b"".join(head)
+            yield BadLine(raw, number + 1, "torn", "last line has no newline (torn write)")
+
+    return assign_turns(events())
 
 
 def assign_turns(events: Iterable[Event]) -> Iterator[Event]:

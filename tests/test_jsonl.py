@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactctl.files import read
-from compactctl.jsonl import dump_events, read_bytes, read_stream
+from compactctl.jsonl import dump_events, read_blocks, read_bytes, read_stream
 from compactctl.model import BadLine, Message, OtherEvent, SummaryEvent
 
 
@@ -151,3 +151,45 @@ def test_read_bytes_torn_and_empty():
     assert [type(e).__name__ for e in events] == ["Message", "BadLine"]
     assert (events[1].problem, events[1].line, events[1].raw) == ("torn", 2, b'{"ty')
     assert events[0].turn == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_LINE_PIECES), max_size=10),
+    st.sampled_from([b"", b'{"type":"message","role":"user"', b"\n"]),
+    st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+)
+def test_blocks_cut_anywhere_give_the_same_events(lines, tail, cuts):
+    """A stream read in blocks cut at any byte (mid-line, mid-BOM, mid-UTF-8) gives the same
+    events as the whole bytes at once."""
+    data = b"\n".join(lines) + tail
+    points = sorted({min(c, len(data)) for c in cuts})
+    blocks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    blocks = [b for b in blocks if b]  # streams never yield empty blocks before EOF
+
+    def shape(events: list) -> list[tuple]:
+        return [(type(e).__name__, e.raw, e.line, e.turn) for e in events]
+
+    assert shape(list(read_blocks(blocks))) == shape(read_bytes(data))
+
+
+def _dribble(data: bytes, size: int = 1):
+    """A ``read(n)`` that returns at most ``size`` bytes per call, as a slow pipe does."""
+    chunks = iter([data[i : i + size] for i in range(0, len(data), size)])
+    return lambda n: next(chunks, b"")
+
+
+def test_first_line_block_waits_for_the_first_non_blank_line():
+    from compactctl.commands import _first_line_block, _may_be_document
+
+    doc = b'\xef\xbb\xbf\n\n  {\n  "history": []\n}\n'
+    first = _first_line_block(_dribble(doc))
+    assert first == b"\xef\xbb\xbf\n\n  {\n"  # BOM skipped, blank lines passed, "{" line ended
+    assert _may_be_document(first, None) is True
+    lines = b'{"type":"message","role":"user","content":"hi"}\n{"type":"message"}\n'
+    first = _first_line_block(_dribble(lines, 5))
+    assert first == lines[:50] and first.index(b"\n") == 47  # whole 5-byte reads
+    assert _may_be_document(first, None) is False
+    assert _may_be_document(b'[{"a": 1}', None) is True
+    assert _may_be_document(b"[1]", "canonical") is False
+    assert _first_line_block(_dribble(b"  \n\t")) == b"  \n\t"  # EOF before any content
