@@ -1087,6 +1087,8 @@ def dedup_cmd(
         "Examples:\n\n"
         "  compactctl convert ~/.claude/projects/-home-me-app/SESSION.jsonl -o session.jsonl\n\n"
         "  compactctl convert rollout.jsonl | compactctl compact --force - > out.jsonl\n\n"
+        "  compactctl convert --jobs 2 -o canonical/ ~/.codex/sessions/\n\n"
+        "  compactctl convert --check sessions/    # exit 1 if any file is not canonical\n\n"
         "  compactctl convert --list-formats"
     ),
 )
@@ -1103,13 +1105,21 @@ def convert_cmd(
     list_formats: Annotated[
         bool, typer.Option("--list-formats", help="List the formats compactctl reads.")
     ] = False,
+    dry_run: DryRunOpt = False,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Write nothing; exit 1 if any input is not canonical."),
+    ] = False,
     json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+    jobs: JobsOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Write the canonical compactctl JSONL form of any transcript compactctl reads.
 
     The source is never changed. Ids, timestamps and line numbers (sourceLine) are kept so
-    a message can be found back in the original.
+    a message can be found back in the original. Many files run in parallel with
+    -o DIR/ (one output per input); to stdout or one -o file they are written in order.
     """
     from .formats import FORMATS
 
@@ -1130,18 +1140,16 @@ def convert_cmd(
     if not paths:
         _fail_usage("missing PATHS; see compactctl convert --help")
     assert paths is not None
-    from .commands import load, output_name
-    from .files import write_output
-    from .jsonl import dump_events
+    from .commands import convert_path
 
-    s = _settings(None, "convert")
+    s = _settings(config, "convert")
     out = _output_options(
         s,
         output=output,
         materialize=False,
         as_format="canonical",
-        dry_run=False,
-        check=False,
+        dry_run=dry_run,
+        check=check,
         lock_timeout=None,
         tier=None,
         fmt=fmt,
@@ -1149,22 +1157,28 @@ def convert_cmd(
         no_store=True,
         paths=paths,
     )
-    report = Report()
-    files = _discover(paths, report)
-    for f in files:
-        try:
-            name, events = load(f, fmt)
-            target = out.output or STDIN
-            if out.output_dir is not None:
-                target = os.path.join(out.output_dir, output_name(f))
-            write_output(target, dump_events(events))
-            report.done({"path": f, "format": name, "events": len(events)}, changed=True)
-            if not quiet:
-                _err(f"{f}: {name} -> canonical, {len(events)} events")
-        except CompactError as exc:
-            report.failed(f, exc)
-            _err(f"compactctl: {exc}")
-    raise typer.Exit(report.return_code)
+    if out.output_dir is None and not (dry_run or check):
+        jobs = 1  # one stdout (or one -o file): files are written one after another
+
+    def line(r: dict[str, Any]) -> str:
+        to = "stdout" if r["output"] == STDIN else r["output"]
+        if dry_run or check:
+            to = f"would write {to}"
+        return f"{r['path']}: {r['format']} -> canonical, {r['events']} events ({to})"
+
+    _run_transform(
+        paths,
+        functools.partial(convert_path, out=out),
+        settings=s,
+        jobs=jobs,
+        check=check,
+        dry=dry_run or check,
+        json_out=json_out,
+        quiet=quiet,
+        desc="convert",
+        verb="converted",
+        line=line,
+    )
 
 
 def _tiers_line(r: dict[str, Any]) -> str:

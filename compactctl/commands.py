@@ -26,7 +26,14 @@ from .replay import replay
 from .report import Report
 from .tokens import TokenCounter
 
-__all__ = ["InspectOptions", "effective_lines", "inspect_path", "inspect_totals", "load"]
+__all__ = [
+    "InspectOptions",
+    "convert_path",
+    "effective_lines",
+    "inspect_path",
+    "inspect_totals",
+    "load",
+]
 
 
 def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
@@ -275,6 +282,38 @@ class OutputOptions:
 
 Planner = Callable[[list[Event], str], tuple[list[Event], dict[str, Any]]]
 """``(events, path) -> (new events to append, report dict)``."""
+
+
+def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
+    """``convert`` on one transcript: its canonical JSONL, written where ``out`` says.
+
+    The target is ``out.output`` (a file, or ``-``/``None`` for stdout) or, with ``-o DIR/``,
+    ``DIR/`` + :func:`output_name`. The source is never changed. With ``out.dry_run`` or
+    ``out.check`` nothing is written.
+
+    Returns:
+        ``{"path", "format", "events", "output", "changed"}``: the detected (or given)
+        format, the number of canonical events, the target (``-`` for stdout), and whether
+        the canonical form differs from the source (``False`` for a canonical source, whose
+        lines are written back unchanged).
+
+    Raises:
+        InputError: unreadable file or unknown format. WriteError: the target cannot be
+        written.
+    """
+    name, events = load(path, out.fmt)
+    target = out.output or STDIN
+    if out.output_dir is not None:
+        target = os.path.join(out.output_dir, output_name(path))
+    if not (out.dry_run or out.check):
+        write_output(target, dump_events(events))
+    return {
+        "path": path,
+        "format": name,
+        "events": len(events),
+        "output": target,
+        "changed": name != "canonical",
+    }
 
 
 def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str, Any]:

@@ -109,3 +109,47 @@ def test_convert_writes_canonical(tmp_path: Path):
     assert roles.count("user") == 6 and roles.count("tool") == 28
     r = run_cli("convert", "--list-formats", "--json")
     assert {f["name"] for f in orjson.loads(r.stdout)} >= {"claude-code", "swe-agent"}
+
+
+CONVERT_INPUTS = [
+    "small-s1.codex-rollout.jsonl",
+    "small-s1.claude-code.jsonl",
+    "small-s1.openai-chat.jsonl",
+    "small-s1.canonical.jsonl",
+]
+
+
+def test_convert_many_files_in_parallel_equals_one_at_a_time(tmp_path: Path):
+    srcs = [str(SAMPLES / n) for n in CONVERT_INPUTS]
+    before = [Path(s).read_bytes() for s in srcs]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run_cli("convert", "-q", "--jobs", "1", "-o", f"{one}/", *srcs).returncode == 0
+    r = run_cli("convert", "--jobs", "2", "--json", "-o", f"{two}/", *srcs)
+    assert r.returncode == 0
+    report = orjson.loads(r.stdout)
+    assert [f["format"] for f in report["files"]] == [
+        "codex-rollout",
+        "claude-code",
+        "openai-chat",
+        "canonical",
+    ]
+    assert [f["changed"] for f in report["files"]] == [True, True, True, False]
+    assert sorted(p.name for p in two.iterdir()) == sorted(CONVERT_INPUTS)
+    for name in CONVERT_INPUTS:
+        assert (two / name).read_bytes() == (one / name).read_bytes()
+    # the canonical input comes back byte for byte; no source changed
+    assert (two / "small-s1.canonical.jsonl").read_bytes() == before[-1]
+    assert [Path(s).read_bytes() for s in srcs] == before
+
+
+def test_convert_check_and_dry_run_write_nothing(tmp_path: Path):
+    foreign = str(SAMPLES / "small-s1.codex-rollout.jsonl")
+    canonical = str(SAMPLES / "small-s1.canonical.jsonl")
+    out = tmp_path / "out"
+    r = run_cli("convert", "--check", "-o", f"{out}/", foreign, canonical)
+    assert r.returncode == 1 and not out.exists()
+    assert b"1 file would be converted, 1 unchanged" in r.stderr
+    assert run_cli("convert", "--check", canonical).returncode == 0
+    r = run_cli("convert", "--dry-run", foreign)
+    assert r.returncode == 0 and r.stdout == b""
+    assert b"codex-rollout -> canonical, 177 events (would write stdout)" in r.stderr
