@@ -825,3 +825,20 @@ def test_doctests() -> None:
     for module in modules:
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
+
+
+def test_canonical_file_opening_with_claude_metadata_records_is_canonical() -> None:
+    """A canonical file keeps Claude Code metadata records as OtherEvents; several of them
+    before the first messages must not make it look like a Claude Code file."""
+    meta = [
+        {"type": "file-history-snapshot", "messageId": f"m{i}", "snapshot": {}} for i in range(4)
+    ]
+    canon = [
+        {"type": "session", "uuid": "s", "model": "gpt-4o"},
+        {"type": "message", "uuid": "u1", "role": "user", "content": "hi"},
+    ]
+    assert detect([*meta, *canon]) == "canonical"
+    # metadata beside real Claude Code conversation records is still Claude Code
+    claude = [{"type": "user", "uuid": "a", "parentUuid": None, "sessionId": "x"}]
+    assert detect([*meta, *claude]) == "claude-code"
+    assert detect(meta) == "claude-code"  # metadata alone: nothing says canonical

@@ -234,14 +234,24 @@ def detect(first_records: Sequence[dict[str, Any]]) -> str | None:
     """The line format of a file from its first parsed records (about 20 are enough).
 
     Each record votes with :func:`classify`; the format with most votes wins (ties go to the
-    earlier format in :data:`FORMATS`). ``None`` when no record is recognised.
+    earlier format in :data:`FORMATS`), except that Claude Code metadata records do not
+    outvote canonical records (a canonical file keeps them as OtherEvents). ``None`` when
+    no record is recognised.
     """
     votes: Counter[str] = Counter()
+    claude_metadata_only = 0  # claude-code votes from metadata records alone
     for record in list(first_records)[:50]:
         if isinstance(record, dict):
             name = classify(record)
             if name is not None:
                 votes[name] += 1
+                if name == "claude-code" and record.get("type") in CLAUDE_METADATA:
+                    claude_metadata_only += 1
+    if votes["canonical"] and votes["claude-code"] == claude_metadata_only:
+        # Claude Code metadata records (file-history-snapshot, ...) kept as OtherEvents in a
+        # canonical file are no evidence of a Claude Code file: with no Claude Code
+        # conversation record beside canonical ones, the file is canonical.
+        del votes["claude-code"]
     if not votes:
         return None
     best = max(votes.values())
