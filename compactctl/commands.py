@@ -430,14 +430,62 @@ def _same_file(a: str, b: str) -> bool:
 def materialized_lines(view: list[Message], as_format: str) -> Iterator[bytes]:
     """The effective context as JSONL: canonical messages, or OpenAI Chat Completions ones.
 
+    With ``openai``, tool results and tool calls left unpaired by the *input* (replay never
+    splits a tool block, but a transcript may already hold an orphan) are left out, since
+    the Chat Completions API rejects the whole request for one; ``inspect`` reports them
+    as findings.
+
     Raises:
         UsageError: an unknown ``as_format``.
     """
     if as_format == "canonical":
         return dump_events(view)
     if as_format == "openai":
-        return (dumps(to_openai(m.data)) + b"\n" for m in view)
+        return (dumps(msg) + b"\n" for msg in openai_messages(view))
     raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
+
+
+def openai_messages(view: list[Message]) -> list[dict[str, Any]]:
+    """The effective context as OpenAI Chat Completions messages that the API accepts.
+
+    Each ``tool`` message must answer a ``tool_calls`` id of an earlier assistant message,
+    and each such id must be answered, or the API rejects the request (HTTP 400). A tool
+    result with no earlier call is left out; a call with no result is taken out of its
+    assistant message (the message stays, ``tool_calls`` dropped if none remain).
+
+    >>> view = [Message({"role": "tool", "toolCallId": "x", "content": "orphan"}),
+    ...         Message({"role": "assistant", "content": "ok", "toolCalls": [
+    ...             {"id": "c1", "name": "a", "arguments": {}},
+    ...             {"id": "c2", "name": "b", "arguments": {}}]}),
+    ...         Message({"role": "tool", "toolCallId": "c1", "content": "done"})]
+    >>> [(m["role"], [c["id"] for c in m.get("tool_calls", [])]) for m in openai_messages(view)]
+    [('assistant', ['c1']), ('tool', [])]
+    """
+    called: set[str] = set()
+    answered: set[str] = set()
+    for m in view:
+        if m.role == "assistant":
+            called.update(c["id"] for c in m.tool_calls if isinstance(c.get("id"), str))
+        elif m.role == "tool":
+            cid = m.tool_call_id
+            if cid is not None and cid in called:
+                answered.add(cid)
+    out: list[dict[str, Any]] = []
+    for m in view:
+        if m.role == "tool" and m.tool_call_id not in answered:
+            continue
+        msg = to_openai(m.data)
+        calls = msg.get("tool_calls")
+        if calls is not None:
+            kept = [c for c in calls if c.get("id") in answered]
+            if kept:
+                msg["tool_calls"] = kept
+            else:
+                del msg["tool_calls"]
+                if msg.get("content") is None:
+                    msg["content"] = ""
+        out.append(msg)
+    return out
 
 
 def to_openai(data: Mapping[str, Any]) -> dict[str, Any]:
