@@ -17,9 +17,19 @@ FIXTURES = ROOT / "fixtures"
 SAMPLES = FIXTURES / "samples"
 
 
+@pytest.fixture(scope="session")
+def _shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache folder for the whole run (the tiktoken encoding cache is built once)."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Point every state and config location at a temporary folder (no test touches $HOME)."""
+def _isolated_state(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, _shared_cache: Path
+):
+    """Point every state, config and cache location at a temporary folder (no test touches
+    $HOME)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_shared_cache))
     base = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "config"))
