@@ -75,19 +75,28 @@ def _tool_of(m: Message, tool_of_call: Mapping[str, str]) -> str:
     return m.tool_name or tool_of_call.get(m.tool_call_id or "", "")
 
 
+Effect = tuple[str, int, int]
+"""One rule's saving on one text: ``(rule name, chars saved, estimated tokens saved)``."""
+
+
 class _Rewriter:
     """Applies one set of rule versions to texts, each distinct text once.
 
     The rules are pure, so the result for a text (with its code flag) is memoized: files read
     again and repeated outputs are rewritten once per session. Holds every distinct text it
-    saw, and its result, for as long as it lives (one session).
+    saw, and its result, for as long as it lives (one session). With ``trace``, it also
+    records what each rule saves on each text, applying the rules one at a time
+    (:meth:`effects`), at little extra cost.
     """
 
-    def __init__(self, versions: Mapping[str, int]) -> None:
+    def __init__(self, versions: Mapping[str, int], *, trace: bool = False) -> None:
         self.versions = dict(versions)
         self._only = list(self.versions)
+        self._trace = trace
         self._done: dict[tuple[str, bool], str] = {}
         self._code: dict[str, bool] = {}
+        self._effects: dict[tuple[str, bool], list[Effect]] = {}
+        self._rules: dict[str, Rule] = {}  # name -> the rule at its recorded version
 
     def is_code(self, m: Message, text: str, tool_of_call: Mapping[str, str]) -> bool:
         """Whether ``m`` is file contents or code: only code-safe rules apply to it."""
@@ -107,17 +116,54 @@ class _Rewriter:
         versions."""
         from .rules_text import get_rule, select_rules
 
-        names = [r.name for r in select_rules(text, is_code=is_code, only=self._only)]
-        return [get_rule(n, self.versions[n]) for n in names]
+        rules = self._rules
+        chosen = []
+        for selected in select_rules(text, is_code=is_code, only=self._only):
+            name = selected.name
+            rule = rules.get(name)
+            if rule is None:
+                rule = rules[name] = get_rule(name, self.versions[name])
+            chosen.append(rule)
+        return chosen
 
     def apply(self, text: str, is_code: bool) -> str:
         key = (text, is_code)
         done = self._done.get(key)
         if done is None:
+            if self._trace:
+                self._traced(text, is_code)
+                return self._done[key]
             from .rules_text import apply_rules
 
             done = self._done[key] = apply_rules(text, self.rules_for(text, is_code))
         return done
+
+    def effects(self, text: str, is_code: bool) -> list[Effect]:
+        """What each rule that changes ``text`` saves, applying the rules one at a time in
+        order (the report's ``byRule``): chars, and tokens by :func:`estimate_tokens`."""
+        found = self._effects.get((text, is_code))
+        if found is None:
+            found = self._traced(text, is_code)
+        return found
+
+    def _traced(self, text: str, is_code: bool) -> list[Effect]:
+        from .rules_text import apply_rules_stepwise
+
+        rules = self.rules_for(text, is_code)
+        result, steps = apply_rules_stepwise(text, rules)
+        effects: list[Effect] = []
+        current, current_tokens = text, -1
+        for rule, step in zip(rules, steps, strict=True):
+            if step != current:
+                if current_tokens < 0:
+                    current_tokens = estimate_tokens(current)
+                step_tokens = estimate_tokens(step)
+                effects.append((rule.name, len(current) - len(step), current_tokens - step_tokens))
+                current, current_tokens = step, step_tokens
+        key = (text, is_code)
+        self._done[key] = result
+        self._effects[key] = effects
+        return effects
 
     def rewrite(self, content: Any, is_code: bool) -> Any:
         """``content`` (a string or a list of parts) with the rules applied to its text."""
@@ -212,11 +258,9 @@ def plan_rules(
     Raises:
         KeyError: an unknown rule name in the options.
     """
-    from .rules_text import apply_rules
-
     counter = counter or TokenCounter("estimate")
     versions = {r.name: r.version for r in opts.chosen()}
-    rw = _Rewriter(versions)
+    rw = _Rewriter(versions, trace=True)
     view = replay(list(events))
     tool_of_call = tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
@@ -236,7 +280,6 @@ def plan_rules(
     targets: list[Message] = []
     by_rule: dict[str, dict[str, int]] = {}
     by_role: dict[str, dict[str, int]] = {}
-    steps: dict[tuple[str, bool], list[tuple[str, int, int]]] = {}
     for i, (m, text, code, _) in enumerate(changed):
         before, after = counts[2 * i], counts[2 * i + 1]
         if after > before:
@@ -249,22 +292,7 @@ def plan_rules(
         row["tokensBefore"] += before
         row["tokensAfter"] += after
         row["tokensSaved"] += before - after
-        effects = steps.get((text, code))
-        if effects is None:  # (rule, chars saved, tokens saved) applying one rule at a time
-            effects = steps[(text, code)] = []
-            current = text
-            for rule in rw.rules_for(text, code):
-                step = apply_rules(current, [rule])
-                if step != current:
-                    effects.append(
-                        (
-                            rule.name,
-                            len(current) - len(step),
-                            estimate_tokens(current) - estimate_tokens(step),
-                        )
-                    )
-                    current = step
-        for name, chars, tokens in effects:
+        for name, chars, tokens in rw.effects(text, code):
             r = by_rule.setdefault(name, {"messages": 0, "charsSaved": 0, "tokensSaved": 0})
             r["messages"] += 1
             r["charsSaved"] += chars

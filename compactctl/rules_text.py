@@ -37,6 +37,7 @@ its placeholder, nine characters, for the length thresholds of ``dup_lines`` and
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ __all__ = [
     "SIMILAR_BULLETS_THRESHOLD",
     "Rule",
     "apply_rules",
+    "apply_rules_stepwise",
     "collapse_whitespace",
     "get_rule",
     "looks_like_code",
@@ -90,9 +92,11 @@ MAX_PASSES = 4
 
 def _split_lines(text: str) -> tuple[list[str], bool]:
     """Split on ``\\n`` only (never U+2028 and friends); say whether a final newline followed."""
+    lines = text.split("\n")
     if text.endswith("\n"):
-        return text[:-1].split("\n"), True
-    return text.split("\n"), False
+        lines.pop()  # the empty string after the final newline (no copy of text[:-1])
+        return lines, True
+    return lines, False
 
 
 def _join_lines(lines: list[str], trailing_newline: bool) -> str:
@@ -110,19 +114,33 @@ _WORD_RE = re.compile(r"\w")
 # ansi
 # ---------------------------------------------------------------------------------------------
 
+# Each alternative starts with its own introducer character, so the regex engine skips from one
+# escape character to the next instead of trying every alternative at every position. In order:
+# CSI (7-bit and 8-bit): colours, cursor, erase; OSC strings (titles, hyperlinks), ended by BEL
+# or ST; DCS, SOS, PM and APC strings; two-character and nF escapes (ESC 7, ESC ( B, ...); a lone
+# introducer or terminator. At each position the first alternative that matches wins, as in
+# ``(?:ESC[|CSI)csi|(?:ESC]|OSC)osc|ESC[PX^_]dcs|ESC[ -/]*[0-~]|[ESC CSI ST OSC]``.
+_CSI_TAIL = r"[0-?]*[ -/]*[@-~]"
+_OSC_TAIL = r"[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+_DCS_TAIL = r"[^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"
 _ANSI_RE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI (7-bit and 8-bit): colours, cursor, erase
-    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC (titles, hyperlinks)
-    r"|\x1b[PX^_][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC strings
-    r"|\x1b[ -/]*[0-~]"  # two-character and nF escapes (ESC 7, ESC ( B, ...)
-    r"|[\x1b\x9b\x9c\x9d]"  # a lone introducer or terminator
+    rf"\x1b(?:\[{_CSI_TAIL}|\]{_OSC_TAIL}|[PX^_]{_DCS_TAIL}|[ -/]*[0-~]|)"
+    rf"|\x9b(?:{_CSI_TAIL})?"
+    rf"|\x9d{_OSC_TAIL}"
+    r"|\x9c"
 )
 _ERASE_LINE_RE = re.compile(r"(?:\x1b\[|\x9b)[0-2]?K")
+_ESCAPE_CHAR_RE = re.compile("[\x1b\x9b\x9c\x9d]")
 
 
 def _resolve_carriage_returns(line: str) -> str:
     """What a terminal shows for one line containing ``\\r`` (escapes removed)."""
     shown = ""
+    if _ESCAPE_CHAR_RE.search(line) is None:  # nothing to remove, no erase-line: overwrite only
+        for segment in line.split("\r"):
+            if segment:
+                shown = segment + shown[len(segment) :]
+        return shown
     for segment in line.split("\r"):
         visible = _ANSI_RE.sub("", segment)
         if _ERASE_LINE_RE.search(segment):
@@ -251,7 +269,7 @@ def strip_emoji(text: str) -> str:
     >>> strip_emoji('✅ Tests pass 🎉\n- 👨‍👩‍👧 family, 🇫🇷 flag, 1️⃣ step → next')
     'Tests pass\n- family, flag, 1 step → next'
     """
-    if _EMOJI_CANDIDATE_RE.search(text) is None:
+    if text.isascii() or _EMOJI_CANDIDATE_RE.search(text) is None:  # candidates are non-ASCII
         return text
     if "\u20e3" in text:
         text = _KEYCAP_RE.sub(r"\1", text)
@@ -371,6 +389,8 @@ def collapse_whitespace(text: str) -> str:
         if not (blank and previous_blank):
             out.append(stripped)
         previous_blank = blank
+    if out == lines:
+        return text
     return _join_lines(out, trailing)
 
 
@@ -415,6 +435,8 @@ def remove_dup_lines(text: str) -> str:
             continue
         seen.add(key)
         kept.append(line)
+    if len(kept) == len(lines):
+        return text
     return _join_lines(kept, trailing)
 
 
@@ -436,6 +458,8 @@ def remove_empty_sections(text: str) -> str:
     >>> remove_empty_sections('# Plan\n## Empty\n\n## Steps\n- one\n## Notes\n')
     '# Plan\n## Steps\n- one\n'
     """
+    if "#" not in text:
+        return text  # no heading
     lines, trailing = _split_lines(text)
     remove: set[int] = set()
     stack: list[list[int]] = []  # [level, line index, has content (0/1)]
@@ -550,6 +574,8 @@ def tables_to_key_value(text: str) -> str:
             i += 1
         if rows == 0 and any(header):
             out.append(indent + "; ".join(cell for cell in header if cell))
+    if len(out) == len(lines):  # no table (a table always ends up in fewer lines)
+        return text
     return _join_lines(out, trailing)
 
 
@@ -558,6 +584,9 @@ def tables_to_key_value(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _DECORATIVE_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?")
+# A whole line that _DECORATIVE_RE matches, at the start of the text or after a newline.
+_DECORATIVE_START_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?(?=\n|\Z)")
+_DECORATIVE_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*(?:[-*=_~][ \t]*){3,}\r?(?=\n|\Z)")
 _FRONT_MATTER_LINE_RE = re.compile(
     r"(?:[ \t]*#.*|[\w\"'][^:]*:(?:[ \t].*)?|[ \t]*-(?:[ \t].*)?|[ \t]+\S.*|[ \t]*)\r?"
 )
@@ -595,6 +624,11 @@ def remove_decorative_lines(text: str) -> str:
     >>> remove_decorative_lines('Title\n=====\ntext\n- - -\n| a |\n|---|\n')
     'Title\ntext\n| a |\n|---|\n'
     """
+    if (
+        _DECORATIVE_START_RE.match(text) is None
+        and _DECORATIVE_AFTER_NEWLINE_RE.search(text) is None
+    ):
+        return text  # no decorative line at all
     lines, trailing = _split_lines(text)
     front_matter_end = _front_matter_end(lines)
     kept = [
@@ -612,7 +646,20 @@ def remove_decorative_lines(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _BULLET_RE = re.compile(r"([ \t]*)([-*+])[ \t]+(\S.*)")
-_BULLET_HINT_RE = re.compile(r"^[ \t]*[-*+][ \t]", re.M)
+# A line that starts like a bullet, at the start of the text or after a newline (two regexes
+# rather than one with ``^`` and re.M, so that the search can skip from newline to newline).
+_BULLET_START_RE = re.compile(r"[ \t]*[-*+][ \t]")
+_BULLET_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*[-*+][ \t]")
+
+
+def _may_have_bullets(text: str) -> bool:
+    """False when no line of ``text`` starts like a bullet (then the bullet rules do nothing)."""
+    return (
+        _BULLET_START_RE.match(text) is not None
+        or _BULLET_AFTER_NEWLINE_RE.search(text) is not None
+    )
+
+
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN_RE = re.compile(f"[{_CJK_CHARS}]|[^\\W{_CJK_CHARS}]+")
 _PRIVATE_USE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
@@ -715,7 +762,7 @@ def merge_similar_bullets(text: str, threshold: float = SIMILAR_BULLETS_THRESHOL
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
-    if _BULLET_HINT_RE.search(text) is None:
+    if not _may_have_bullets(text):
         return text
     lines, trailing = _split_lines(text)
     out: list[str] = []
@@ -742,6 +789,8 @@ def merge_similar_bullets(text: str, threshold: float = SIMILAR_BULLETS_THRESHOL
             current = kept
         run.append(current)
     flush()
+    if len(out) == len(lines):  # nothing merged
+        return text
     return _join_lines(out, trailing)
 
 
@@ -757,7 +806,7 @@ def merge_short_bullets(text: str) -> str:
     >>> merge_short_bullets('Files:\n- a.py\n- b.py\n- c.py\n- a much longer bullet that stays\n')
     'Files:\n- a.py; b.py; c.py\n- a much longer bullet that stays\n'
     """
-    if _BULLET_HINT_RE.search(text) is None:
+    if not _may_have_bullets(text):
         return text
     lines, trailing = _split_lines(text)
     out: list[str] = []
@@ -786,6 +835,8 @@ def merge_short_bullets(text: str) -> str:
             flush()
         out.append(line)
     flush()
+    if len(out) == len(lines):  # nothing merged
+        return text
     return _join_lines(out, trailing)
 
 
@@ -871,7 +922,6 @@ def get_rule(name: str, version: int | None = None) -> Rule:
 _FENCE_OPEN_RE = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:(`{3,})[^`\n]*|(~{3,})[^\n]*)$", re.M)
 _FENCE_CLOSE_RE = re.compile(r"^[ \t]*(?:>[ \t]*)*(`{3,}|~{3,})[ \t\r]*$", re.M)
 _BACKTICK_RUN_RE = re.compile(r"`+")
-_LINE_RE = re.compile(r"[^\n]+")
 
 
 def _fenced_blocks(text: str) -> list[tuple[int, int]]:
@@ -936,6 +986,14 @@ def _pair_runs(runs: Sequence[tuple[int, int]], spans: list[tuple[int, int]]) ->
 
 def _spans(text: str) -> list[tuple[int, int, bool]]:
     """Protected spans in order as ``(start, end, is_fenced_block)``."""
+    # Literal prefilters (most texts have no backtick at all): a fence line needs ``` or ~~~,
+    # an inline span needs a backtick.
+    if "`" not in text:
+        if "~~~" not in text:
+            return []
+        return [(start, end, True) for start, end in _fenced_blocks(text)]
+    if "```" not in text and "~~~" not in text:
+        return [(start, end, False) for start, end in _inline_code_spans(text, 0, len(text))]
     spans: list[tuple[int, int, bool]] = []
     position = 0
     for start, end in _fenced_blocks(text):
@@ -974,18 +1032,25 @@ def _pick_sentinel(text: str) -> str:
     raise ValueError("text uses every private-use character; no placeholder is free")
 
 
-def _mask(text: str) -> tuple[str, list[str], str]:
+_Masked = tuple[str, list[str], str]
+"""What :func:`_mask` returns for a text: ``(masked, originals, sentinel)``."""
+
+
+def _mask(text: str) -> _Masked:
     """Replace protected spans by placeholders: ``(masked, originals, sentinel)``.
 
     Each fenced block gets its own placeholder (so no rule sees two blocks as duplicates);
     inline spans with equal text share one (so duplicate lines stay duplicates).
     """
     sentinel = _pick_sentinel(text)
+    spans = _spans(text)
+    if not spans:
+        return text, [], sentinel
     originals: list[str] = []
     inline_ids: dict[str, int] = {}
     parts: list[str] = []
     position = 0
-    for start, end, is_block in _spans(text):
+    for start, end, is_block in spans:
         original = text[start:end]
         if is_block:
             index = len(originals)
@@ -1003,13 +1068,24 @@ def _mask(text: str) -> tuple[str, list[str], str]:
     return "".join(parts), originals, sentinel
 
 
+@functools.lru_cache(maxsize=16)
+def _placeholder_re(sentinel: str) -> re.Pattern[str]:
+    """The placeholders written with ``sentinel``, the index as group 1."""
+    return re.compile(f"{re.escape(sentinel)}([0-9]{{7}}){re.escape(sentinel)}")
+
+
 def _pieces(masked: str, originals: Sequence[str], sentinel: str) -> list[tuple[bool, str]]:
     """The masked text as ``(is_protected, text)`` pieces, placeholders resolved."""
+    if not originals:  # no placeholder can resolve
+        return [(False, masked)] if masked else []
     pieces: list[tuple[bool, str]] = []
     position = 0
-    for match in _PLACEHOLDER_RE.finditer(masked):
-        index = int(match.group(2))
-        if match.group(1) != sentinel or index >= len(originals):
+    # Only placeholders written with this sentinel count: searching for them alone finds the
+    # same ones as _PLACEHOLDER_RE would (one made with another private-use character can
+    # neither contain nor start inside them), and the search skips from sentinel to sentinel.
+    for match in _placeholder_re(sentinel).finditer(masked):
+        index = int(match.group(1))
+        if index >= len(originals):
             continue
         pieces.append((False, masked[position : match.start()]))
         pieces.append((True, originals[index]))
@@ -1040,41 +1116,116 @@ def apply_rules(text: str, rules: Sequence[Rule]) -> str:
     """
     if not rules or not text:
         return text
-    masked, originals, sentinel = _mask(text)
-    current = masked
+    return _apply_masked(text, _mask(text), rules, None)[0]
+
+
+def _apply_masked(
+    text: str, masked: _Masked, rules: Sequence[Rule], memo: dict[tuple[object, str], str] | None
+) -> tuple[str, _Masked]:
+    """:func:`apply_rules` on ``text`` whose :func:`_mask` is ``masked``: ``(result, its mask)``.
+
+    The mask of the result comes free with the final check, so a caller applying more rules to
+    the result need not mask it again. ``memo`` maps ``(rule.fn, input)`` to ``rule.fn(input)``
+    across calls on the same text (the rules are pure; it holds each intermediate text until
+    the caller drops it); ``None``: no memo.
+    """
+    source, originals, sentinel = masked
+    current = source
     for _ in range(MAX_PASSES):
         new = current
         for rule in rules:
-            new = rule.fn(new)
+            if memo is None:
+                new = rule.fn(new)
+            else:
+                key = (rule.fn, new)
+                out = memo.get(key)
+                if out is None:
+                    out = memo[key] = rule.fn(new)
+                new = out
         if new == current:
             break
         current = new
-    if current == masked:
-        return text
-    result = "".join(piece for _, piece in _pieces(current, originals, sentinel))
+    if current == source:
+        return text, masked
+    pieces = _pieces(current, originals, sentinel)
+    result = "".join(piece for _, piece in pieces)
     if sentinel in result:
-        return text  # a rule broke a placeholder (e.g. a \r redraw over inline code)
-    if _pieces(*_mask(result)) != _pieces(current, originals, sentinel):
-        return text  # the output would parse into other code spans: do not risk it
-    return result
+        return text, masked  # a rule broke a placeholder (e.g. a \r redraw over inline code)
+    remasked = _mask(result)
+    if _pieces(*remasked) != pieces:
+        return text, masked  # the output would parse into other code spans: do not risk it
+    return result, remasked
+
+
+def apply_rules_stepwise(text: str, rules: Sequence[Rule]) -> tuple[str, list[str]]:
+    r"""``apply_rules(text, rules)`` and the text after each rule applied alone, in turn.
+
+    Returns ``(result, steps)``: ``result == apply_rules(text, rules)``; ``steps`` has one
+    text per rule, ``steps[0] == apply_rules(text, rules[:1])`` and ``steps[k] ==
+    apply_rules(steps[k - 1], rules[k : k + 1])``. This is what a per-rule report needs; it
+    costs little more than :func:`apply_rules` alone: both share the calls of each rule on the
+    same masked text, and each step reuses the mask that the previous one computed.
+
+    :raises ValueError: only if ``text`` contains every private-use character.
+
+    >>> apply_rules_stepwise('Done ✅  \n', [RULES['emoji'], RULES['whitespace']])
+    ('Done\n', ['Done  \n', 'Done\n'])
+    """
+    if not rules or not text:
+        return text, [text] * len(rules)
+    memo: dict[tuple[object, str], str] = {}
+    masked = _mask(text)
+    result = _apply_masked(text, masked, rules, memo)[0]
+    steps: list[str] = []
+    current = text
+    for rule in rules:
+        if current:
+            current, masked = _apply_masked(current, masked, (rule,), memo)
+        steps.append(current)
+    return result, steps
 
 
 # ---------------------------------------------------------------------------------------------
 # Selection
 # ---------------------------------------------------------------------------------------------
 
-_NUMBERED_LINE_RE = re.compile(r"[ \t]*\d+(?:\t|→|:[ \t]|\|)")
-_CODE_LINE_RE = re.compile(
-    r"^[ \t]*(?:def |class |import |from [\w.]+ import |return\b|elif\b|else\s*[:{]|try\s*[:{]"
-    r"|except\b|finally\s*[:{]|catch\s*\(|function\b|const |let |var |fn |pub |package |impl\b"
-    r"|#include|#define|public |private |protected |static |async |await |@\w+|//|/\*|\*/"
-    r"|[}\])]+[,;]?\s*$|\"[^\"\n]+\"\s*:"
-    r"|[\w.]+(?:\[[^\]\n]*\])?\s*(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)\s*\S"  # assignment
-    r"|[\w.]+\(.*\)[;,]?\s*$)"  # a call on its own line
-    r"|[{;]\s*$"
+# Line-number prefixes and diff hunk headers are counted by regexes run once over the sample,
+# its lines joined with "\n" and preceded by one: each pattern starts with the newline before a
+# line, so the search jumps from newline to newline, and nothing else in it can match a newline,
+# so each match stays in its line and the count of matches is the count of lines.
+_NUMBERED_LINE_RE = re.compile(r"\n[ \t]*\d+(?:\t|→|:[ \t]|\|)")
+_DIFF_HUNK_RE = re.compile(r"\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+# A line looks like code when this matches at its start, or when it ends with ``{`` or ``;``
+# (trailing whitespace aside). The possessive ``++``/``*+`` never give back what they took: what
+# follows each of them cannot start with a character of their class, so giving back could not
+# make a match, only cost time (``[\w.]+`` backtracking over a long word or a line of dots).
+_CODE_LINE_START_RE = re.compile(
+    r"[ \t]*+(?:def |class |import |from [\w.]++ import |return\b|elif\b|else\s*+[:{]"
+    r"|try\s*+[:{]|except\b|finally\s*+[:{]|catch\s*+\(|function\b|const |let |var |fn |pub "
+    r"|package |impl\b|#include|#define|public |private |protected |static |async |await |@\w"
+    r"|//|/\*|\*/|[}\])]++[,;]?\s*$|\"[^\"\n]++\"\s*+:"
+    r"|[\w.]++(?:\[[^\]\n]*\])?\s*+(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)\s*\S"  # assignment
+    r"|[\w.]++\(.*\)[;,]?\s*$)"  # a call on its own line
 )
-_DIFF_HUNK_RE = re.compile(r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_CODE_LINE_ENDS = ("{", ";")
 _CODE_SAMPLE_LINES = 500
+
+
+def _sample_lines(text: str) -> list[str]:
+    """The first :data:`_CODE_SAMPLE_LINES` non-blank lines of ``text`` (split on ``\\n``).
+
+    Splits a bounded number of lines at a time, so a huge text is not split whole.
+    """
+    lines: list[str] = []
+    rest = text
+    while True:
+        parts = rest.split("\n", 2 * _CODE_SAMPLE_LINES)
+        more = len(parts) > 2 * _CODE_SAMPLE_LINES  # the last part is the unsplit rest
+        if more:
+            rest = parts.pop()
+        lines += [part for part in parts if part.strip()]
+        if not more or len(lines) >= _CODE_SAMPLE_LINES:
+            return lines[:_CODE_SAMPLE_LINES]
 
 
 def looks_like_code(text: str) -> bool:
@@ -1100,24 +1251,24 @@ def looks_like_code(text: str) -> bool:
     >>> looks_like_code('Fixed the parser. Tests pass.\\n- next: docs\\n')
     False
     """
-    lines: list[str] = []
-    for match in _LINE_RE.finditer(text):
-        if match.group().strip():
-            lines.append(match.group())
-            if len(lines) >= _CODE_SAMPLE_LINES:
-                break
+    lines = _sample_lines(text)
     if not lines:
         return False
     if lines[0].lstrip().startswith("#!"):
         return True
-    if any(line.startswith("@@") and _DIFF_HUNK_RE.match(line) for line in lines):
+    sample = "\n" + "\n".join(lines)
+    if _DIFF_HUNK_RE.search(sample):
         return True
     n = len(lines)
-    numbered = sum(1 for line in lines if _NUMBERED_LINE_RE.match(line))
+    numbered = len(_NUMBERED_LINE_RE.findall(sample))
     if n >= 2 and numbered >= 0.6 * n:
         return True
-    code = sum(1 for line in lines if _CODE_LINE_RE.search(line))
-    indented = sum(1 for line in lines if line.startswith(("    ", "\t")))
+    code = sum(
+        1
+        for line in lines
+        if _CODE_LINE_START_RE.match(line) or line.rstrip().endswith(_CODE_LINE_ENDS)
+    )
+    indented = sample.count("\n    ") + sample.count("\n\t")
     return code >= 0.35 * n or (code >= 0.15 * n and indented >= 0.3 * n)
 
 
@@ -1177,10 +1328,10 @@ def select_rules(
     if is_code:
         return [rule for rule in chosen if rule.safe_for_code]
     dropped: set[str] = set()
-    if _CJK_RE.search(text) is None:
+    if text.isascii() or _CJK_RE.search(text) is None:  # every CJK character is non-ASCII
         dropped.add("cjk_punct")
     if not _has_table(text):
         dropped.add("tables")
-    if _FENCE_OPEN_RE.search(text) is not None:
+    if ("```" in text or "~~~" in text) and _FENCE_OPEN_RE.search(text) is not None:
         dropped.update(("similar_bullets", "short_bullets"))
     return [rule for rule in chosen if rule.name not in dropped]

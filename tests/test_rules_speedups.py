@@ -1,0 +1,343 @@
+"""Layer 1 speed-ups never change a result: each fast path agrees with the plain code it skips.
+
+Each ``_reference_*`` below is the straightforward form (no literal prefilter, no shortcut) of
+a function in :mod:`compactctl.rules_text`; the property tests compare the two on generated
+texts full of the characters that the prefilters look for (backticks, fences, escapes, ``\\r``,
+pipes, ``#``, bullets, emoji, CJK, private-use characters).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactctl import rules_text
+from compactctl.jsonl import read_bytes
+from compactctl.model import Message, event_from_dict
+from compactctl.rules import RulesOptions, plan_rules
+from compactctl.rules_text import (
+    MAX_PASSES,
+    RULES,
+    Rule,
+    apply_rules,
+    apply_rules_stepwise,
+    looks_like_code,
+    select_rules,
+    strip_ansi,
+)
+
+from .conftest import SAMPLES
+
+ALL = list(RULES.values())
+
+# ---------------------------------------------------------------------------------------------
+# References: the plain forms
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference_spans(text: str) -> list[tuple[int, int, bool]]:
+    spans: list[tuple[int, int, bool]] = []
+    position = 0
+    for start, end in rules_text._fenced_blocks(text):
+        spans.extend((s, e, False) for s, e in rules_text._inline_code_spans(text, position, start))
+        spans.append((start, end, True))
+        position = end
+    spans.extend((s, e, False) for s, e in rules_text._inline_code_spans(text, position, len(text)))
+    return spans
+
+
+def _reference_mask(text: str) -> tuple[str, list[str], str]:
+    sentinel = rules_text._pick_sentinel(text)
+    originals: list[str] = []
+    inline_ids: dict[str, int] = {}
+    parts: list[str] = []
+    position = 0
+    for start, end, is_block in _reference_spans(text):
+        original = text[start:end]
+        if is_block:
+            index = len(originals)
+            originals.append(original)
+        else:
+            index = inline_ids.setdefault(original, len(originals))
+            if index == len(originals):
+                originals.append(original)
+        parts.append(text[position:start])
+        parts.append(f"{sentinel}{index:07d}{sentinel}")
+        position = end
+    parts.append(text[position:])
+    return "".join(parts), originals, sentinel
+
+
+def _reference_pieces(
+    masked: str, originals: Sequence[str], sentinel: str
+) -> list[tuple[bool, str]]:
+    pieces: list[tuple[bool, str]] = []
+    position = 0
+    for match in rules_text._PLACEHOLDER_RE.finditer(masked):
+        index = int(match.group(2))
+        if match.group(1) != sentinel or index >= len(originals):
+            continue
+        pieces.append((False, masked[position : match.start()]))
+        pieces.append((True, originals[index]))
+        position = match.end()
+    pieces.append((False, masked[position:]))
+    return [piece for piece in pieces if piece[1] or piece[0]]
+
+
+def _reference_apply_rules(text: str, rules: Sequence[Rule]) -> str:
+    """apply_rules as first written: mask, repeat the chain, unmask, check."""
+    if not rules or not text:
+        return text
+    masked, originals, sentinel = _reference_mask(text)
+    current = masked
+    for _ in range(MAX_PASSES):
+        new = current
+        for rule in rules:
+            new = rule.fn(new)
+        if new == current:
+            break
+        current = new
+    if current == masked:
+        return text
+    result = "".join(piece for _, piece in _reference_pieces(current, originals, sentinel))
+    if sentinel in result:
+        return text
+    if _reference_pieces(*_reference_mask(result)) != _reference_pieces(
+        current, originals, sentinel
+    ):
+        return text
+    return result
+
+
+# The ANSI regex with its alternatives in their first (unfactored) form.
+_REFERENCE_ANSI_RE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]"
+    r"|[\x1b\x9b\x9c\x9d]"
+)
+
+
+def _reference_strip_ansi(text: str) -> str:
+    if not any(char in text for char in "\x1b\x9b\x9c\x9d\r"):
+        return text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        lines = []
+        for line in text.split("\n"):
+            shown = ""
+            for segment in line.split("\r"):
+                visible = _REFERENCE_ANSI_RE.sub("", segment)
+                if rules_text._ERASE_LINE_RE.search(segment):
+                    shown = visible
+                elif visible:
+                    shown = visible + shown[len(visible) :]
+            lines.append(shown if "\r" in line else line)
+        text = "\n".join(lines)
+    return _REFERENCE_ANSI_RE.sub("", text)
+
+
+# looks_like_code's per-line tests, each regex run on one line.
+_REFERENCE_NUMBERED_LINE_RE = re.compile(r"[ \t]*\d+(?:\t|→|:[ \t]|\|)")
+_REFERENCE_DIFF_HUNK_RE = re.compile(r"@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_REFERENCE_CODE_LINE_RE = re.compile(
+    r"^[ \t]*(?:def |class |import |from [\w.]+ import |return\b|elif\b|else\s*[:{]|try\s*[:{]"
+    r"|except\b|finally\s*[:{]|catch\s*\(|function\b|const |let |var |fn |pub |package |impl\b"
+    r"|#include|#define|public |private |protected |static |async |await |@\w+|//|/\*|\*/"
+    r"|[}\])]+[,;]?\s*$|\"[^\"\n]+\"\s*:"
+    r"|[\w.]+(?:\[[^\]\n]*\])?\s*(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)\s*\S"
+    r"|[\w.]+\(.*\)[;,]?\s*$)"
+    r"|[{;]\s*$"
+)
+
+
+def _reference_looks_like_code(text: str) -> bool:
+    lines = [match.group() for match in re.finditer(r"[^\n]+", text) if match.group().strip()]
+    lines = lines[:500]
+    if not lines:
+        return False
+    if lines[0].lstrip().startswith("#!"):
+        return True
+    if any(line.startswith("@@") and _REFERENCE_DIFF_HUNK_RE.match(line) for line in lines):
+        return True
+    n = len(lines)
+    numbered = sum(1 for line in lines if _REFERENCE_NUMBERED_LINE_RE.match(line))
+    if n >= 2 and numbered >= 0.6 * n:
+        return True
+    code = sum(1 for line in lines if _REFERENCE_CODE_LINE_RE.search(line))
+    indented = sum(1 for line in lines if line.startswith(("    ", "\t")))
+    return code >= 0.35 * n or (code >= 0.15 * n and indented >= 0.3 * n)
+
+
+def _reference_select(text: str, is_code: bool = False) -> list[str]:
+    if is_code:
+        return [rule.name for rule in ALL if rule.safe_for_code]
+    dropped: set[str] = set()
+    if rules_text._CJK_RE.search(text) is None:
+        dropped.add("cjk_punct")
+    if not rules_text._has_table(text):
+        dropped.add("tables")
+    if rules_text._FENCE_OPEN_RE.search(text) is not None:
+        dropped.update(("similar_bullets", "short_bullets"))
+    return [rule.name for rule in ALL if rule.name not in dropped]
+
+
+def _reference_steps(text: str, rules: Sequence[Rule]) -> list[str]:
+    """The text after each rule, applying them one at a time (the report's byRule)."""
+    steps = []
+    for rule in rules:
+        text = apply_rules(text, [rule])
+        steps.append(text)
+    return steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Generated texts with the trigger characters
+# ---------------------------------------------------------------------------------------------
+
+TRIGGERS = [
+    "`", "``", "```", "````", "~~~", "~~", "~", "```py", "> ```", "   ```", "`x`", "``a`b``",
+    "\x1b", "\x1b[", "\x1b[31m", "\x1b[0m", "\x1b[K", "\x1b[2K", "\x1b]0;title\x07", "\x1b]8;;u",
+    "\x1b\\", "\x1bP", "\x1b_", "\x1b(B", "\x1b7", "\x9b", "\x9b1K", "\x9c", "\x9d", "\x07",
+    "\r", "\r\n", "\n", "\n\n", " ", "  ", "\t", "\xa0", "\u3000", "\x85", "\u2028", "\x1c",
+    "|", "| a | b |", "|---|---|", "---", "***", "===", "___", "- - -", "- ", "* ", "+ ", "  - ",
+    "# ", "## ", "#", "#!", "@@ -1 +1 @@", "{", "}", ";", "x = 1", "def f():", "f(x)", "\"k\": 1",
+    "1\t", "12→", "3: ", "    ", "✅", "🚀", "⚠️", "1️⃣", "\u200d", "\ufe0f", "你好", "，", "。",
+    "word", "the unit tests", "\ue000", "\ue0000000000\ue000", "\ue0010000000\ue001",
+    "\ue001", "0000001", "é",
+]  # fmt: skip
+TEXTS = st.one_of(
+    st.lists(st.sampled_from(TRIGGERS), max_size=40).map("".join),
+    st.lists(st.lists(st.sampled_from(TRIGGERS), max_size=6).map("".join), max_size=20).map(
+        "\n".join
+    ),
+    st.text(max_size=120),
+)
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_span_prefilters_agree_with_the_full_search(text: str) -> None:
+    assert rules_text._spans(text) == _reference_spans(text)
+    masked = rules_text._mask(text)
+    assert masked == _reference_mask(text)
+    assert rules_text._pieces(*masked) == _reference_pieces(*masked)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_apply_rules_agrees_with_its_first_form(text: str) -> None:
+    for rules in (ALL, select_rules(text), select_rules(text, is_code=True), [RULES["ansi"]]):
+        assert apply_rules(text, rules) == _reference_apply_rules(text, rules)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_stepwise_matches_one_rule_at_a_time(text: str) -> None:
+    for rules in (ALL, select_rules(text)):
+        result, steps = apply_rules_stepwise(text, rules)
+        assert result == apply_rules(text, rules)
+        assert steps == _reference_steps(text, rules)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_factored_ansi_regex_matches_the_same_spans(text: str) -> None:
+    assert [m.span() for m in rules_text._ANSI_RE.finditer(text)] == [
+        m.span() for m in _REFERENCE_ANSI_RE.finditer(text)
+    ]
+    assert strip_ansi(text) == _reference_strip_ansi(text)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_looks_like_code_agrees_with_the_per_line_regex(text: str) -> None:
+    assert looks_like_code(text) == _reference_looks_like_code(text)
+    for line in text.split("\n"):  # each line test gives the per-line regex's answer
+        sample = "\n" + line
+        fast = rules_text._CODE_LINE_START_RE.match(line) is not None or line.rstrip().endswith(
+            rules_text._CODE_LINE_ENDS
+        )
+        assert fast == (_REFERENCE_CODE_LINE_RE.search(line) is not None), repr(line)
+        assert len(rules_text._NUMBERED_LINE_RE.findall(sample)) == bool(
+            _REFERENCE_NUMBERED_LINE_RE.match(line)
+        ), repr(line)
+        assert bool(rules_text._DIFF_HUNK_RE.search(sample)) == bool(
+            line.startswith("@@") and _REFERENCE_DIFF_HUNK_RE.match(line)
+        ), repr(line)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_selection_prefilters_agree(text: str) -> None:
+    assert [rule.name for rule in select_rules(text)] == _reference_select(text)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
+    lines = rules_text._split_lines(text)[0]
+    bullet_line = re.compile(r"^[ \t]*[-*+][ \t]", re.M).search(text) is not None
+    assert rules_text._may_have_bullets(text) == bullet_line
+    decorative = (
+        rules_text._DECORATIVE_START_RE.match(text) is not None
+        or rules_text._DECORATIVE_AFTER_NEWLINE_RE.search(text) is not None
+    )
+    assert decorative == any(rules_text._DECORATIVE_RE.fullmatch(line) for line in lines)
+    if "#" not in text:  # remove_empty_sections returns early: no heading can exist
+        assert not any(rules_text._HEADING_RE.match(line) for line in lines)
+    if text.isascii():  # strip_emoji returns early: no emoji can start
+        assert rules_text._EMOJI_CANDIDATE_RE.search(text) is None
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [499, 500, 501, 1000, 1001, 2500],
+)
+def test_code_sample_is_the_first_500_non_blank_lines(lines: int) -> None:
+    text = "\n".join("" if i % 3 == 0 else ("x = 1" if i % 5 else "words") for i in range(lines))
+    expected = [line for line in text.split("\n") if line.strip()][:500]
+    assert rules_text._sample_lines(text) == expected
+    assert looks_like_code(text) == _reference_looks_like_code(text)
+
+
+def test_fast_paths_agree_on_the_sample_sessions() -> None:
+    texts = {
+        event.text
+        for path in SAMPLES.glob("*.canonical.jsonl")
+        for event in read_bytes(path.read_bytes())
+        if isinstance(event, Message) and event.text
+    }
+    assert len(texts) > 50
+    for text in sorted(texts):
+        assert looks_like_code(text) == _reference_looks_like_code(text)
+        assert [rule.name for rule in select_rules(text)] == _reference_select(text)
+        assert strip_ansi(text) == _reference_strip_ansi(text)
+        for rules in (select_rules(text), select_rules(text, is_code=True)):
+            result, steps = apply_rules_stepwise(text, rules)
+            assert result == _reference_apply_rules(text, rules)
+            assert steps == _reference_steps(text, rules)
+
+
+def test_by_rule_report_counts_each_rule_once_in_order() -> None:
+    text = "Done ✅  \n\n\n\n| a | b |\n|---|---|\n| 1 | 2 |\n---\n"
+    log = [event_from_dict({"type": "message", "uuid": "a1", "role": "assistant", "content": text})]
+    event, report = plan_rules(log, RulesOptions(), timestamp="2025-01-01T00:00:00Z")
+    assert event is not None
+    # 46 chars, 12 estimated tokens; one rule at a time in canonical order:
+    # emoji: "✅ " goes (44 chars, 11 tokens); decorative: "---\n" (40, 10); tables: the 29
+    # chars of the table become "a: 1; b: 2" (21, 6); whitespace: two trailing blanks and two
+    # of the three blank lines (17, 5).
+    assert report["byRule"] == {
+        "decorative": {"messages": 1, "charsSaved": 4, "tokensSaved": 1},
+        "emoji": {"messages": 1, "charsSaved": 2, "tokensSaved": 1},
+        "tables": {"messages": 1, "charsSaved": 19, "tokensSaved": 4},
+        "whitespace": {"messages": 1, "charsSaved": 4, "tokensSaved": 1},
+    }
+    assert apply_rules(text, ALL) == "Done\n\na: 1; b: 2\n"
