@@ -139,11 +139,15 @@ def plan_dedup(
     pairs = find_duplicates(
         items,
         threshold=opts.threshold,
+        # the LSH banding of the default 0.6 (0.5); a lower threshold is its own banding
+        lsh_threshold=min(0.5, opts.threshold),
         min_chars=opts.min_chars,
         lsh_min_items=opts.lsh_min_items,
     )
+    candidates = len(items)
+    del items  # the texts of list contents are copies: let them go before counting tokens
     report: dict[str, Any] = {
-        "candidates": len(items),
+        "candidates": candidates,
         "pairs": len(pairs),
         "groups": len({p.newer for p in pairs}),
         "exact": sum(p.kind == "exact" for p in pairs),

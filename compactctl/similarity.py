@@ -17,18 +17,22 @@ duplicates of which newer ones:
    with the exact Jaccard similarity, so every pair it reports is a true near-duplicate.
 
 numpy and datasketch are imported inside the functions that need them, so importing this
-module costs nothing measurable (CLI startup must stay fast).
+module costs nothing measurable (CLI startup must stay fast); datasketch only from
+``lsh_min_items`` texts up, and without SciPy (see :func:`_datasketch`).
 """
 
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,15 +79,21 @@ _FMIX64_C2 = 0xC4CEB9FE1A85EC53
 # datasketch "affine32" scheme: input hashes are pre-mixed with MurmurHash3 fmix32.
 _FMIX32_C1 = 0x85EBCA6B
 _FMIX32_C2 = 0xC2B2AE35
-# Shingles per MinHash block: 16384 x 128 permutations x 4 bytes = 8 MiB scratch per thread.
-_BLOCK_ROWS = 1 << 14
-# Characters of text tokenized at once: bounds scratch memory (about 40 bytes per char).
-_CHUNK_CHARS = 1 << 22
+# Shingles per MinHash block: 8192 x 128 permutations x 4 bytes = 4 MiB scratch per thread.
+_BLOCK_ROWS = 1 << 13
+# Shingles from which MinHash blocks run on two threads. Below, one thread is as fast (numpy
+# calls are short) and the process keeps no second malloc arena (about 8 MB of RSS).
+_THREADED_ROWS = 1 << 20
+# Characters of text tokenized at once: bounds scratch memory (about 20 bytes per char).
+_CHUNK_CHARS = 1 << 20
 # FNV-1a 64-bit parameters.
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 # Below this many words still running, FNV-1a finishes them in Python (numpy steps cost ~5 us).
 _FEW_WORDS = 32
+# Below this many characters of distinct text (and lsh_min_items texts), step 2 runs in pure
+# Python, about 1 us per character: less than importing numpy (0.1-0.3 s, 20 MB of RSS).
+_PURE_PYTHON_CHARS = 1 << 17
 
 # ANSI escapes: CSI (colors, cursor moves), OSC (titles, hyperlinks) ended by BEL or ST,
 # nF escapes (charset selection, ESC ( B), other two-byte Fe escapes, 8-bit CSI, stray ESC.
@@ -229,13 +239,22 @@ def jaccard(a: AbstractSet[int], b: AbstractSet[int]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+# (bands, rows) datasketch picks with LSH_WEIGHTS, by (lsh_threshold, num_perm): the defaults,
+# so that a run with them never calls SciPy (a test checks each entry against datasketch).
+_KNOWN_LSH_PARAMS = {(0.5, 128): (32, 4)}
+
+
 @lru_cache(maxsize=32)
 def _lsh_params(lsh_threshold: float, num_perm: int) -> tuple[int, int]:
     """(bands, rows) that datasketch picks for this threshold with :data:`LSH_WEIGHTS`.
 
-    Cached: datasketch finds them by numerical integration (tens of ms per call).
+    Cached: datasketch finds them by numerical integration with SciPy (tens of ms per call,
+    plus about 0.4 s to import ``scipy.integrate``); the defaults come from a table.
     """
-    from datasketch import MinHashLSH  # type: ignore[import-untyped, unused-ignore]
+    known = _KNOWN_LSH_PARAMS.get((lsh_threshold, num_perm))
+    if known is not None:
+        return known
+    MinHashLSH = _datasketch().MinHashLSH  # noqa: N806
 
     try:
         lsh = MinHashLSH(threshold=lsh_threshold, num_perm=num_perm, weights=LSH_WEIGHTS)
@@ -280,21 +299,25 @@ def find_duplicates(
 
     Candidate pairs for step 2: below ``lsh_min_items`` representatives, every survivor is
     compared (skipping pairs whose set sizes alone bound Jaccard below the threshold:
-    J <= min(|A|, |B|) / max(|A|, |B|)). From ``lsh_min_items`` up, MinHashes of ``num_perm``
-    permutations are built (datasketch ``affine32`` scheme, seed :data:`MINHASH_SEED`,
-    computed in numpy) and the surviving representatives are indexed in a datasketch
-    ``MinHashLSH`` banded for ``lsh_threshold`` (see :data:`LSH_WEIGHTS`); every candidate
-    it returns is verified with the exact Jaccard. Texts whose bands equal no other text's
-    band (found with numpy; usually most texts) can neither be returned by nor get anything
-    from a query, so they skip the index: same result, less time. LSH may miss a pair (about
-    1.2% of pairs at J = 0.60, 0.2% at 0.65), never reports a false one.
+    J <= min(|A|, |B|) / max(|A|, |B|)); in pure Python below 128 Ki characters of distinct
+    text (numpy is then not even imported), else with numpy. From ``lsh_min_items`` up,
+    MinHashes of ``num_perm`` permutations are built (datasketch ``affine32`` scheme, seed
+    :data:`MINHASH_SEED`, computed in numpy) and the surviving representatives are indexed in
+    a datasketch ``MinHashLSH`` banded for ``lsh_threshold`` (see :data:`LSH_WEIGHTS`);
+    every candidate it returns is verified with the exact Jaccard. Texts whose bands equal
+    no other text's band (found with numpy; usually most texts) can neither be returned by
+    nor get anything from a query, so they skip the index: same result, less time. LSH may
+    miss a pair (about 1.2% of pairs at J = 0.60, 0.2% at 0.65), never reports a false one.
+    Every path gives the same pairs and the same similarities.
 
-    Cost: memory O(total chars) for the normalized texts, 8 bytes per word for shingle
-    hashes, ``4 * num_perm`` bytes per representative for MinHashes, plus the LSH index.
-    Time is about linear in total words: 100,000 texts of 200-2,000 chars (120 MB) take about
-    10 s of CPU, 20,000 about 2 s. The worst case is quadratic: thousands of texts all
-    about half-similar (J ~0.3-0.6) to each other but not duplicates, so that every query
-    returns most survivors.
+    Cost: memory O(total chars) for the normalized distinct texts, held until they are
+    shingled; then 8 bytes per word for shingle hashes (numpy paths), held until the
+    MinHashes of ``4 * num_perm`` bytes per representative are built; then the sorted
+    distinct shingles of the texts that share an LSH band, plus the LSH index. Scratch
+    memory stays under about 25 MB. Time is about linear in total words: 100,000 texts of
+    200-2,000 chars (120 MB) take about 8 s of CPU, 20,000 about 1.5 s. The worst case is
+    quadratic: thousands of texts all about half-similar (J ~0.3-0.6) to each other but not
+    duplicates, so that every query returns most survivors.
 
     Args:
         items: ``(key, text)`` pairs, oldest first.
@@ -325,11 +348,13 @@ def find_duplicates(
     if min_chars < 0:
         raise ValueError(f"min_chars must be >= 0, got {min_chars}")
 
-    # 1. Exact groups. newest[text] = position of the newest item with that normalized text.
+    # 1. Exact groups, numbered in order of first appearance; newest[g] = position of the
+    # newest item of group g. Only the groups' texts are kept (one per distinct text).
     keys: list[str] = []
     seen: set[str] = set()
-    considered: list[tuple[int, str]] = []
-    newest: dict[str, int] = {}
+    considered: list[tuple[int, int]] = []  # (position, group)
+    group_of: dict[str, int] = {}
+    newest: list[int] = []
     for pos, (key, text) in enumerate(items):
         if key in seen:
             raise ValueError(f"duplicate key {key!r}")
@@ -337,27 +362,42 @@ def find_duplicates(
         keys.append(key)
         norm = normalize(text)
         if norm and len(norm) >= min_chars:
-            considered.append((pos, norm))
-            newest[norm] = pos
-    rep_texts = {pos: norm for norm, pos in newest.items()}
-    reps = sorted(rep_texts)  # positions of representatives, oldest first
-    texts = [rep_texts[pos] for pos in reps]
-    del rep_texts
+            group = group_of.setdefault(norm, len(newest))
+            if group == len(newest):
+                newest.append(pos)
+            else:
+                newest[group] = pos
+            considered.append((pos, group))
+    # Representatives (each group's newest item), oldest first: rank r is group order[r].
+    order = sorted(range(len(newest)), key=newest.__getitem__)
+    reps = [newest[group] for group in order]
+    rank_of = [0] * len(order)
+    for rank, group in enumerate(order):
+        rank_of[group] = rank
+    texts = list(group_of)
+    del group_of
+    texts = [texts[group] for group in order]
 
     # 2. Near-duplicates among representatives: target[r] = (rank of survivor, similarity).
+    # From here on the shingles stand for the texts, which are let go.
     target: dict[int, tuple[int, float]] = {}
     if len(reps) > 1:
-        if len(reps) < lsh_min_items:
-            target = _near_bruteforce(texts, threshold)
+        if len(reps) < lsh_min_items and sum(map(len, texts)) < _PURE_PYTHON_CHARS:
+            target = _near_bruteforce_py(_py_shingle_sets(texts), threshold)
         else:
-            target = _near_lsh(texts, threshold, lsh_threshold, num_perm)
-    rank_of = {pos: rank for rank, pos in enumerate(reps)}
+            sets = _ExactSets(*_shingle_arrays(texts, release=True))
+            del texts
+            if len(reps) < lsh_min_items:
+                target = _near_bruteforce(sets, threshold)
+            else:
+                target = _near_lsh(sets, threshold, lsh_threshold, num_perm)
+            del sets
 
     # 3. Report: representatives that were dropped, and older exact copies.
     pairs: list[DuplicatePair] = []
-    for pos, norm in considered:
-        rep = newest[norm]
-        rank = rank_of[rep]
+    for pos, group in considered:
+        rank = rank_of[group]
+        rep = reps[rank]
         hit = target.get(rank)
         if pos == rep:
             if hit is not None:
@@ -372,35 +412,48 @@ def find_duplicates(
 # --- exact sets -----------------------------------------------------------------------------
 
 
-def _shingle_arrays(texts: Sequence[str], k: int = SHINGLE_K) -> tuple[U64, I64]:
+def _shingle_arrays(
+    texts: Sequence[str], k: int = SHINGLE_K, *, release: bool = False
+) -> tuple[U64, I64]:
     """Shingle hashes of many *normalized* texts (see :func:`shingles`), vectorized.
 
     Returns ``(grams, offsets)``: the shingles of text i (with repeats, unsorted) are
     ``grams[offsets[i]:offsets[i + 1]]``. Every non-empty text has at least one. Texts are
-    processed in chunks of about ``_CHUNK_CHARS`` characters to bound scratch memory.
+    processed in chunks of about ``_CHUNK_CHARS`` characters to bound scratch memory. With
+    ``release`` (``texts`` must then be a list), each text is replaced by ``""`` once hashed,
+    so that the texts (when the list holds their last reference) and the shingles do not
+    take memory together.
     """
     import numpy as np
 
     parts: list[U64] = []
     counts: list[I64] = []
-    chunk: list[str] = []
-    size = 0
-    for text in [*texts, None]:
-        if text is not None:
-            chunk.append(text)
-            size += len(text) + 1
-            if size < _CHUNK_CHARS:
-                continue
-        if chunk:
-            words, n_words = _word_hashes(chunk)
-            grams, n_grams = _grams(words, n_words, k)
-            parts.append(grams)
-            counts.append(n_grams)
-        chunk, size = [], 0
+    start = 0
+    while start < len(texts):
+        end, size = start, 0
+        while end < len(texts) and size < _CHUNK_CHARS:
+            size += len(texts[end]) + 1
+            end += 1
+        words, n_words = _word_hashes(texts[start:end])
+        if release:
+            texts[start:end] = [""] * (end - start)  # type: ignore[index]
+        grams, n_grams = _grams(words, n_words, k)
+        del words
+        parts.append(grams)
+        counts.append(n_grams)
+        start = end
     if not parts:
         return np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(np.concatenate(counts)))).astype(np.int64)
-    return np.concatenate(parts), offsets
+    # Copied part by part, each let go once copied: not all parts and all grams at once.
+    grams = np.empty(int(offsets[-1]), dtype=np.uint64)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        grams[at : at + len(part)] = part
+        at += len(part)
+    return grams, offsets
 
 
 def _word_hashes(texts: Sequence[str]) -> tuple[U64, I64]:
@@ -426,7 +479,9 @@ def _word_hashes(texts: Sequence[str]) -> tuple[U64, I64]:
     if not starts.size:
         return np.zeros(0, dtype=np.uint64), n_words
 
-    order = np.argsort(lengths, kind="stable")[::-1]
+    # Stable, so the same order either way; 16-bit keys get numpy's radix sort (5x faster).
+    key = lengths.astype(np.uint16) if int(lengths.max()) < 1 << 16 else lengths
+    order = np.argsort(key, kind="stable")[::-1]
     first = starts[order]
     by_len = lengths[order]
     # running[t] = number of words longer than t bytes (a prefix of `order`).
@@ -502,26 +557,61 @@ def _fmix64_inplace(h: U64) -> None:
 
 
 class _ExactSets:
-    """Sorted distinct shingle hashes per text, computed on first use and kept until
+    """The shingles of the texts compared in step 2 (the only reference to them, so that
+    they can be released early), and each text's sorted distinct shingle hashes.
+
+    ``grams`` and ``offsets`` are as :func:`_shingle_arrays` returns them, until
+    :meth:`keep_only`. :meth:`get` computes a text's set on first use and keeps it until
     :meth:`forget` (the LSH path forgets dropped texts: they are never compared again).
     """
 
     def __init__(self, grams: U64, offsets: I64) -> None:
-        self._grams = grams
-        self._offsets = offsets
+        self.grams: U64 | None = grams
+        self.offsets = offsets
         self._memo: dict[int, U64] = {}
 
-    def get(self, i: int) -> U64:
-        import numpy as np
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
 
+    def get(self, i: int) -> U64:
         s = self._memo.get(i)
         if s is None:
-            s = np.unique(self._grams[self._offsets[i] : self._offsets[i + 1]])
+            if self.grams is None:
+                raise KeyError(f"text {i} was not kept")
+            s = _sorted_distinct(self.grams[self.offsets[i] : self.offsets[i + 1]])
             self._memo[i] = s
         return s
 
+    def many(self, texts: Sequence[int]) -> list[U64]:
+        """``[self.get(i) for i in texts]``, faster when all are computed already."""
+        memo = self._memo
+        try:
+            return [memo[i] for i in texts]
+        except KeyError:
+            return [self.get(i) for i in texts]
+
+    def keep_only(self, texts: Sequence[int]) -> None:
+        """Compute the sets of ``texts`` now and release all shingles (about 8 bytes per
+        word); afterwards only those sets can be got."""
+        for i in texts:
+            self.get(i)
+        self.grams = None
+
     def forget(self, i: int) -> None:
         self._memo.pop(i, None)
+
+
+def _sorted_distinct(values: U64) -> U64:
+    """``np.unique(values)`` (a new array), several times faster on short arrays."""
+    import numpy as np
+
+    out = np.sort(values)
+    if len(out) > 1:
+        keep = np.empty(len(out), dtype=bool)
+        keep[0] = True
+        np.not_equal(out[1:], out[:-1], out=keep[1:])
+        out = out[keep]
+    return out
 
 
 def _jaccard_sorted(a: U64, b: U64) -> float:
@@ -539,32 +629,57 @@ def _jaccard_sorted(a: U64, b: U64) -> float:
 def _best_match(
     i: int, candidates: Sequence[int], sets: _ExactSets, threshold: float
 ) -> tuple[int, float] | None:
-    """Most similar candidate with exact Jaccard >= threshold (ties: the newest), or None."""
+    """Most similar candidate with exact Jaccard >= threshold (ties: the newest), or None.
+
+    All candidates are checked with a few numpy calls (their sets concatenated and looked up
+    in ``i``'s), not one call each: a query in a real session can return hundreds of short
+    texts. Similarities are the same floats as ``|A & B| / |A | B|`` in Python (integers
+    below 2^53 divide exactly as doubles).
+    """
+    import numpy as np
+
+    if not candidates:
+        return None
     a = sets.get(i)
     size_a = len(a)
-    best: tuple[float, int] | None = None
-    for j in candidates:
+    if len(candidates) == 1:
+        j = candidates[0]
         b = sets.get(j)
-        size_b = len(b)
-        # J <= min(|A|, |B|) / max(|A|, |B|): skip pairs whose sizes cannot reach the threshold.
-        if size_b < size_a:
-            if size_b / size_a < threshold:
-                continue
-        elif size_a < size_b and size_a / size_b < threshold:
-            continue
+        if min(size_a, len(b)) / max(size_a, len(b)) < threshold:
+            return None
         sim = _jaccard_sorted(a, b)
-        if sim >= threshold and (best is None or (sim, j) > best):
-            best = (sim, j)
-    return None if best is None else (best[1], best[0])
+        return (j, sim) if sim >= threshold else None
+    blocks = sets.many(candidates)
+    sizes = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
+    # J <= min(|A|, |B|) / max(|A|, |B|): skip pairs whose sizes cannot reach the threshold.
+    fits = np.minimum(sizes, size_a) / np.maximum(sizes, size_a) >= threshold
+    if not fits.all():
+        keep = np.flatnonzero(fits).tolist()
+        if not keep:
+            return None
+        candidates = [candidates[t] for t in keep]
+        blocks = [blocks[t] for t in keep]
+        sizes = sizes[keep]
+    flat = np.concatenate(blocks)
+    idx = np.searchsorted(a, flat)
+    np.minimum(idx, size_a - 1, out=idx)
+    # shared[t] = elements among the first t of flat that are in a (all sets are distinct).
+    shared = np.concatenate(([0], np.cumsum(a[idx] == flat)))
+    ends = np.cumsum(sizes)
+    inter = shared[ends] - shared[ends - sizes]
+    sims = inter / (size_a + sizes - inter)
+    best = sims.max()
+    if best < threshold:
+        return None
+    ties = np.flatnonzero(sims == best).tolist()
+    return max(candidates[t] for t in ties), float(best)
 
 
-def _near_bruteforce(texts: Sequence[str], threshold: float) -> dict[int, tuple[int, float]]:
+def _near_bruteforce(sets: _ExactSets, threshold: float) -> dict[int, tuple[int, float]]:
     """Step 2 by comparing each text with every newer survivor. O(n * survivors)."""
-    grams, offsets = _shingle_arrays(texts)
-    sets = _ExactSets(grams, offsets)
     target: dict[int, tuple[int, float]] = {}
     survivors: list[int] = []
-    for i in range(len(texts) - 1, -1, -1):
+    for i in range(len(sets) - 1, -1, -1):
         hit = _best_match(i, survivors, sets, threshold)
         if hit is None:
             survivors.append(i)
@@ -573,94 +688,226 @@ def _near_bruteforce(texts: Sequence[str], threshold: float) -> dict[int, tuple[
     return target
 
 
+# --- the same in pure Python, for a few short texts ----------------------------------------
+
+
+def _py_shingle_sets(texts: Sequence[str], k: int = SHINGLE_K) -> list[frozenset[int]]:
+    """The shingle sets of non-empty *normalized* texts, without numpy: the same values as
+    :func:`_shingle_arrays` (the definition in :func:`shingles`), each word hashed once."""
+    powers = [pow(_POLY, k - 1 - j, 1 << 64) for j in range(k)]
+    base = k * pow(_POLY, k, 1 << 64)
+    word_hash: dict[str, int] = {}
+    sets: list[frozenset[int]] = []
+    for text in texts:
+        hashes: list[int] = []
+        for word in _spaced(text).split(" "):
+            h = word_hash.get(word)
+            if h is None:
+                h = word_hash[word] = _fmix64(_fnv1a(word.encode("utf-8", "surrogatepass")))
+            hashes.append(h)
+        if len(hashes) < k:
+            sets.append(frozenset((_gram_hash(hashes),)))
+            continue
+        acc = [base] * (len(hashes) - k + 1)
+        for j, power in enumerate(powers):
+            acc = [x + h * power for x, h in zip(acc, hashes[j:], strict=False)]
+        sets.append(frozenset([_fmix64(x & _MASK64) for x in acc]))
+    return sets
+
+
+def _near_bruteforce_py(
+    sets: Sequence[frozenset[int]], threshold: float
+) -> dict[int, tuple[int, float]]:
+    """:func:`_near_bruteforce` on Python sets: same comparisons, same floats, same result."""
+    target: dict[int, tuple[int, float]] = {}
+    survivors: list[int] = []
+    for i in range(len(sets) - 1, -1, -1):
+        a = sets[i]
+        size_a = len(a)
+        best: tuple[float, int] | None = None
+        for j in survivors:
+            b = sets[j]
+            size_b = len(b)
+            if min(size_a, size_b) / max(size_a, size_b) < threshold:
+                continue
+            inter = len(a & b)
+            sim = inter / (size_a + size_b - inter)
+            if sim >= threshold and (best is None or (sim, j) > best):
+                best = (sim, j)
+        if best is None:
+            survivors.append(i)
+        else:
+            target[i] = (best[1], best[0])
+    return target
+
+
 # --- MinHash and LSH ------------------------------------------------------------------------
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def _datasketch() -> Any:
+    """The ``datasketch`` package, imported (once) without importing SciPy when possible.
+
+    datasketch's ``__init__`` imports all of its modules, and ``datasketch.lsh`` runs
+    ``from scipy.integrate import quad`` at import time (about 0.4 s and 50 MB of RSS), though
+    ``quad`` is only called to choose LSH bands from a threshold, which :func:`_lsh_params`
+    takes from a table for the defaults. So datasketch is imported while ``sys.modules`` holds
+    a placeholder ``scipy.integrate`` whose ``quad`` imports the real one on its first call;
+    the placeholder is removed right after. If ``scipy.integrate`` is already imported, or the
+    placeholder does not satisfy the import (another datasketch release), datasketch is
+    imported normally. Same objects, same results either way.
+    """
+    module = sys.modules.get("datasketch")
+    if module is not None and hasattr(module, "MinHashLSH"):
+        return module
+    with _IMPORT_LOCK:
+        if "datasketch" in sys.modules or "scipy.integrate" in sys.modules:
+            import datasketch  # type: ignore[import-untyped, unused-ignore]
+
+            return datasketch
+        placeholder = ModuleType("scipy.integrate")
+        placeholder.quad = _quad  # type: ignore[attr-defined]
+        sys.modules["scipy.integrate"] = placeholder
+        try:
+            import datasketch
+        except ImportError:
+            for name in [m for m in sys.modules if m.partition(".")[0] == "datasketch"]:
+                del sys.modules[name]
+            del sys.modules["scipy.integrate"]
+            import datasketch
+        finally:
+            if sys.modules.get("scipy.integrate") is placeholder:
+                del sys.modules["scipy.integrate"]
+        return datasketch
+
+
+def _quad(*args: Any, **kwargs: Any) -> Any:
+    """``scipy.integrate.quad``, imported on first call (see :func:`_datasketch`)."""
+    from scipy.integrate import quad  # type: ignore[import-untyped, unused-ignore]
+
+    return quad(*args, **kwargs)
 
 
 def _minhash_matrix(grams: U64, offsets: I64, num_perm: int, seed: int) -> U32:
-    """MinHash signatures of all texts, shape (texts, num_perm), dtype uint32, C order.
+    """MinHash signatures of all texts, shape (texts, num_perm), dtype uint32.
 
     Bit-for-bit what datasketch ``MinHash(num_perm, seed, scheme="affine32",
     hashfunc=identity).update_batch(low 32 bits of each shingle)`` gives, computed in blocks
-    of shingles over all texts at once (numpy releases the GIL, so two threads use two cores).
+    of shingles over all texts at once (numpy releases the GIL, so from ``_THREADED_ROWS``
+    shingles two threads use two cores). The result is the transpose of a C-order
+    (num_perm, texts) array, not a copy: each permutation's values are contiguous. Scratch
+    memory: about 4 MB per block in flight.
     """
     import numpy as np
-    from datasketch import MinHash  # type: ignore[import-untyped, unused-ignore]
 
-    a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
-    a = np.asarray(a, dtype=np.uint32)
-    b = np.asarray(b, dtype=np.uint32)
-    h = (grams & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    h ^= h >> np.uint32(16)
-    h *= np.uint32(_FMIX32_C1)
-    h ^= h >> np.uint32(13)
-    h *= np.uint32(_FMIX32_C2)
-    h ^= h >> np.uint32(16)
+    a, b = _datasketch().MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
+    a_col = np.asarray(a, dtype=np.uint32)[:, None]
+    b_col = np.asarray(b, dtype=np.uint32)[:, None]
     n = len(offsets) - 1
     total = int(offsets[-1])
     # Permutations x texts: the per-text minimum is then a reduction over contiguous memory.
     out = np.full((num_perm, n), np.iinfo(np.uint32).max, dtype=np.uint32)
-    a_col = a[:, None]
-    b_col = b[:, None]
 
     def block(start: int) -> tuple[int, int, U32]:
         end = min(start + _BLOCK_ROWS, total)
         first = int(np.searchsorted(offsets, start, side="right")) - 1
         stop = int(np.searchsorted(offsets, end, side="left"))
         seg = np.maximum(offsets[first:stop], start) - start
-        phv = a_col * h[None, start:end]
+        h = grams[start:end].astype(np.uint32)  # the low 32 bits, premixed as datasketch does
+        h ^= h >> np.uint32(16)
+        h *= np.uint32(_FMIX32_C1)
+        h ^= h >> np.uint32(13)
+        h *= np.uint32(_FMIX32_C2)
+        h ^= h >> np.uint32(16)
+        phv = a_col * h[None, :]
         phv += b_col
         return first, stop, np.minimum.reduceat(phv, seg, axis=1)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for first, stop, mins in pool.map(block, range(0, total, _BLOCK_ROWS)):
+    starts = range(0, total, _BLOCK_ROWS)
+    if total < _THREADED_ROWS:
+        for first, stop, mins in map(block, starts):
             np.minimum(out[:, first:stop], mins, out=out[:, first:stop])
-    return np.ascontiguousarray(out.T)
-    return out
+    else:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for first, stop, mins in pool.map(block, starts):
+                np.minimum(out[:, first:stop], mins, out=out[:, first:stop])
+    return out.T
 
 
-def _sharing_a_band(signatures: U32, bands: int, rows: int) -> list[int]:
-    """Indices of the texts whose signature equals another text's in at least one LSH band.
+def _band_partners(
+    signatures: U32, bands: int, rows: int
+) -> tuple[list[int], list[bool], list[bool]]:
+    """The texts whose signature equals another text's in at least one LSH band.
 
-    Only these can be LSH candidates of anything: ``MinHashLSH.query`` returns exactly the
-    keys that share a band with the query. A superset is harmless (a band is first folded to
-    64 bits, so a rare fold collision only sends one more text to the index).
+    Returns ``(texts, older, newer)``: ``texts`` in increasing order; ``older[k]`` is true
+    when some text before ``texts[k]`` shares a band with it, ``newer[k]`` when some text
+    after it does. ``MinHashLSH.query`` returns exactly the indexed keys that share a band with
+    the query, so a text with no newer partner gets nothing from a query of the newer
+    survivors, and one with no older partner is returned by no later query. A superset is
+    harmless (a band is first folded to 64 bits, so a rare fold collision only costs one
+    more query or insertion).
     """
     import numpy as np
 
-    shared = np.zeros(len(signatures), dtype=bool)
+    n = len(signatures)
+    if n < 2:
+        return [], [], []
+    older = np.zeros(n, dtype=bool)
+    newer = np.zeros(n, dtype=bool)
     for band in range(bands):
         cols = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
         key = cols[:, 0].copy()
         for r in range(1, rows):
             key *= np.uint64(_POLY)
             key += cols[:, r]
-        _, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
-        shared |= count[inverse] > 1
-    return np.flatnonzero(shared).tolist()
+        order = np.argsort(key)  # not stable (5x faster on 64-bit keys): see lo and hi
+        ordered = key[order]
+        starts = np.empty(n, dtype=bool)
+        starts[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+        if starts.all():
+            continue
+        # Runs of equal keys: the oldest (lo) and newest (hi) text of each text's run.
+        first = np.flatnonzero(starts)
+        run = np.cumsum(starts) - 1
+        lo = np.minimum.reduceat(order, first)[run]
+        hi = np.maximum.reduceat(order, first)[run]
+        older[order[order > lo]] = True
+        newer[order[order < hi]] = True
+    texts = np.flatnonzero(older | newer)
+    return texts.tolist(), older[texts].tolist(), newer[texts].tolist()
 
 
 def _near_lsh(
-    texts: Sequence[str], threshold: float, lsh_threshold: float, num_perm: int
+    sets: _ExactSets, threshold: float, lsh_threshold: float, num_perm: int
 ) -> dict[int, tuple[int, float]]:
     """Step 2 with MinHash LSH: only survivors are indexed, every candidate is verified.
 
     Texts that share no band with any other text are LSH singletons: they survive without a
-    query and are not indexed (no query could return them).
+    query and are not indexed (no query could return them). Likewise a text that shares
+    bands only with older texts skips its query, and one that shares bands only with newer
+    texts is not indexed (see :func:`_band_partners`). Once the signatures are known, only the
+    shingle sets and signatures of texts sharing a band are kept.
     """
-    from datasketch import LeanMinHash, MinHashLSH  # type: ignore[import-untyped, unused-ignore]
-
-    grams, offsets = _shingle_arrays(texts)
-    signatures = _minhash_matrix(grams, offsets, num_perm, MINHASH_SEED)
-    sets = _ExactSets(grams, offsets)
+    datasketch = _datasketch()
+    LeanMinHash, MinHashLSH = datasketch.LeanMinHash, datasketch.MinHashLSH  # noqa: N806
+    assert sets.grams is not None
+    signatures = _minhash_matrix(sets.grams, sets.offsets, num_perm, MINHASH_SEED)
     bands, rows = _lsh_params(lsh_threshold, num_perm)
+    sharing, older, newer = _band_partners(signatures, bands, rows)
+    signatures = signatures[sharing]  # row k: the signature of text sharing[k]
+    sets.keep_only(sharing)
     lsh = MinHashLSH(num_perm=num_perm, params=(bands, rows))
     target: dict[int, tuple[int, float]] = {}
-    for i in reversed(_sharing_a_band(signatures, bands, rows)):
-        sketch = LeanMinHash(seed=MINHASH_SEED, hashvalues=signatures[i], scheme="affine32")
-        candidates: list[int] = sorted(lsh.query(sketch))
-        hit = _best_match(i, candidates, sets, threshold) if candidates else None
+    for k in range(len(sharing) - 1, -1, -1):
+        i = sharing[k]
+        sketch = LeanMinHash(seed=MINHASH_SEED, hashvalues=signatures[k], scheme="affine32")
+        candidates: list[int] = sorted(lsh.query(sketch)) if newer[k] else []
+        hit = _best_match(i, candidates, sets, threshold)
         if hit is None:
-            lsh.insert(i, sketch, check_duplication=False)
+            if older[k]:
+                lsh.insert(i, sketch, check_duplication=False)
         else:
             target[i] = hit
             sets.forget(i)

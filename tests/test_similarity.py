@@ -226,7 +226,7 @@ def test_lsh_banding_is_the_documented_one() -> None:
     assert p_at_threshold == pytest.approx(0.988, abs=5e-4)
 
 
-def test_items_outside_the_band_prefilter_have_no_lsh_candidates() -> None:
+def test_band_partners_are_exactly_the_lsh_candidates() -> None:
     from datasketch import LeanMinHash, MinHashLSH
 
     items, _ = gen_dups.generate(300, seed=5, max_chars=600)
@@ -237,9 +237,13 @@ def test_items_outside_the_band_prefilter_have_no_lsh_candidates() -> None:
     sketches = [LeanMinHash(seed=1, hashvalues=row, scheme="affine32") for row in sig]
     for i, sketch in enumerate(sketches):
         lsh.insert(i, sketch)
-    with_others = {i for i, s in enumerate(sketches) if set(lsh.query(s)) != {i}}
-    assert set(similarity._sharing_a_band(sig, 32, 4)) == with_others
-    assert 0 < len(with_others) < len(texts)
+    found = {i: set(lsh.query(s)) - {i} for i, s in enumerate(sketches)}
+    sharing, older, newer = similarity._band_partners(sig, 32, 4)
+    assert sharing == sorted(i for i, js in found.items() if js)
+    assert older == [any(j < i for j in found[i]) for i in sharing]
+    assert newer == [any(j > i for j in found[i]) for i in sharing]
+    assert 0 < len(sharing) < len(texts)
+    assert not all(older) and not all(newer)
 
 
 def test_doctests() -> None:
