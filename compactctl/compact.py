@@ -19,19 +19,20 @@ import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .errors import SummarizerError, UsageError
-from .inspector import prompt_tokens
-from .micro import NAMESPACE, MicroParams, plan_micro
+from .inspector import _prompt_sum
+from .micro import NAMESPACE, MicroParams, plan_micro_view
 from .model import Event, Message, SessionEvent, SummaryEvent, event_from_dict, is_real_user
-from .redact import redact
 from .replay import View, replay, tool_block_keys
-from .summarizers import Summarizer, SummaryRequest, SummaryResult
 from .timeutil import now_rfc3339
 from .tokens import TokenCounter, context_window_for, encoding_for_model, message_payload
+
+if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
+    from .summarizers import Summarizer, SummaryResult
 
 __all__ = [
     "CompactOptions",
@@ -255,6 +256,8 @@ def _redact_result(result: SummaryResult) -> SummaryResult:
     Redacting the (small) result instead of the (possibly huge) inputs is enough for what is
     stored and later sent to a model; the litellm backend also redacts its prompt.
     """
+    from .redact import redact
+
     if result.format == "task-state":
         import json
 
@@ -303,8 +306,31 @@ def _emit(enabled: bool, name: str, payload: Mapping[str, Any]) -> None:
         sys.stderr.flush()
 
 
-def _chars(view: Iterable[Message]) -> int:
-    return sum(len(message_payload(m.data)) for m in view)
+class _Sizes:
+    """The prompt size of views that share most of their messages, each message sized once.
+
+    ``plan_compact`` sizes the context before, between and after its steps; the views
+    differ only in the messages a step changed, so the payload of every other message is
+    built, measured and counted once (the counter also caches by text, but hashing every
+    payload again costs a pass over the whole session).
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._known: dict[int, tuple[Message, int, int]] = {}  # id -> (message, chars, tokens)
+
+    def totals(self, view: View) -> tuple[int, int]:
+        """``(prompt_tokens(view, counter), chars)``: tokens as
+        :func:`~compactctl.inspector.prompt_tokens` counts them, chars of the payloads."""
+        known = self._known
+        fresh = [m for m in view if id(m) not in known]
+        if fresh:
+            payloads = [message_payload(m.data) for m in fresh]
+            counts = self.counter.count_many(payloads)
+            for m, text, n in zip(fresh, payloads, counts, strict=True):
+                known[id(m)] = (m, len(text), n)
+        sizes = [known[id(m)] for m in view]
+        return _prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
 
 
 def plan_compact(
@@ -346,8 +372,8 @@ def plan_compact(
         or context_window_for(session_model)
     )
     view = replay(log)
-    before = prompt_tokens(view, counter)
-    chars_before = _chars(view)
+    sizes = _Sizes(counter)
+    before, chars_before = sizes.totals(view)
     trigger = "reactive" if opts.reactive else ("manual" if opts.force else "auto")
     manual = opts.force or opts.reactive
     report: dict[str, Any] = {
@@ -372,10 +398,11 @@ def plan_compact(
     reasons: list[str] = []
 
     # 1. micro compaction
+    view2 = view  # the context after micro compaction: replay(log + new)
     if opts.micro_enabled:
         micro_fires = manual or (window is not None and before > opts.micro_trigger * window)
         if micro_fires:
-            event = plan_micro(log, opts.micro, timestamp=now())
+            event, view2 = plan_micro_view(log, view, opts.micro, timestamp=now())
             if event is not None:
                 new.append(event)
                 report["micro"] = {"uuid": event.uuid, "targets": len(event.data["targets"])}
@@ -393,8 +420,9 @@ def plan_compact(
     failed: SummarizerError | None = None
     if not opts.micro_only:
         work = log + new
-        view2 = replay(work)
-        mid = prompt_tokens(view2, counter)
+        # A manual run summarizes whatever the estimate: it is not counted then (most of
+        # the micro-compacted messages are about to be summarized away, never counted).
+        mid = 0 if manual else sizes.totals(view2)[0]
         fires = manual or (
             (window is not None and mid > opts.summary_trigger * window)
             or (opts.input_token_threshold is not None and mid > opts.input_token_threshold)
@@ -435,9 +463,11 @@ def plan_compact(
                 reasons.append("nothing to summarize: every message is recent or pinned")
 
     # 3. the saving, and the 5% rule
-    after_view = replay(log + new)
-    after = prompt_tokens(after_view, counter)
-    chars_after = _chars(after_view)
+    # replay(log + new), from the views already built: replay applies events in order, so
+    # the context after log + [micro] is view2, and a summary is applied to it alone.
+    summaries = [e for e in new if isinstance(e, SummaryEvent)]
+    after_view = view if not new else view2 if not summaries else replay([*view2, *summaries])
+    after, chars_after = sizes.totals(after_view)
     if new and before and (before - after) / before < opts.min_saving:
         reasons.append(
             f"would save only {before - after} of {before} tokens "
@@ -491,6 +521,8 @@ def _summarize(
     counter: TokenCounter,
     now: Callable[[], str],
 ) -> SummaryEvent | None:
+    from .summarizers import SummaryRequest, SummaryResult
+
     first_user = next(
         (e.uuid for e in log if isinstance(e, Message) and is_real_user(e.data)), None
     )

@@ -13,7 +13,7 @@ text, so the reduced text is never copied into the log.
 from __future__ import annotations
 
 import uuid as uuidlib
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ import orjson
 from .model import CompactEvent, Event, Message, event_from_dict, message_text
 from .replay import View, reducer, replay, tool_names
 
-__all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro"]
+__all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro", "plan_micro_view"]
 
 NAMESPACE = uuidlib.UUID("6b1f0c6e-4c1d-4b8a-9a4e-2f1f3f6d9c11")
 """uuid5 namespace of events compactctl derives from their content (idempotent appends)."""
@@ -113,12 +113,23 @@ def _elide_content(content: Any, params: Mapping[str, Any]) -> Any:
 @reducer("micro")
 def apply_micro(view: View, event: CompactEvent) -> View:
     """Replay a micro CompactEvent: elide each target's text with the recorded params."""
+    return _apply(view, event, {})
+
+
+def _apply(view: View, event: CompactEvent, elided: Mapping[int, tuple[Message, Any]]) -> View:
+    """:func:`apply_micro`, reusing the elided contents already computed for some messages.
+
+    ``elided`` maps ``id(message)`` to ``(message, _elide_content(message.content,
+    event.params))``; it holds the message so that the id cannot be reused. Messages it
+    misses are elided here, so the result is always that of :func:`apply_micro`.
+    """
     targets = set(event.targets)
     params = event.params
     out: View = []
     for m in view:
         if m.uuid in targets:
-            new = _elide_content(m.content, params)
+            known = elided.get(id(m))
+            new = known[1] if known is not None else _elide_content(m.content, params)
             if new != m.content:
                 e = m.evolve(content=new)
                 assert isinstance(e, Message)
@@ -127,7 +138,10 @@ def apply_micro(view: View, event: CompactEvent) -> View:
     return out
 
 
-def _micro_targets(view: View, params: MicroParams, done: Collection[str]) -> list[Message]:
+def _micro_targets(
+    view: View, params: MicroParams, done: Collection[str]
+) -> list[tuple[Message, Any]]:
+    """The target messages of the view, in order, each with its elided content."""
     current = max((m.turn or 0 for m in view), default=0)
     limit = current - params.keep_turns
     rp = params.replay_params()
@@ -141,8 +155,10 @@ def _micro_targets(view: View, params: MicroParams, done: Collection[str]) -> li
         name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "")
         if name in params.preserve:
             continue
-        if _elide_content(m.content, rp) != m.content:
-            found.append(m)
+        content = m.content
+        new = _elide_content(content, rp)
+        if new != content:
+            found.append((m, new))
     return found
 
 
@@ -165,19 +181,37 @@ def plan_micro(
         ``None`` when nothing qualifies.
     """
     log = list(events)
+    return plan_micro_view(log, replay(log), params, timestamp=timestamp)[0]
+
+
+def plan_micro_view(
+    log: Sequence[Event], view: View, params: MicroParams, *, timestamp: str
+) -> tuple[CompactEvent | None, View]:
+    """:func:`plan_micro` for a session already replayed, with the view after the event.
+
+    Args:
+        log: the whole session, in file order.
+        view: ``replay(log)`` (not recomputed here).
+        params: the micro parameters.
+        timestamp: RFC 3339 UTC time to record.
+
+    Returns:
+        ``(event, after)``: the CompactEvent or ``None``, and ``replay([*log, event])``
+        (``view`` itself when there is no event), built by eliding each target once.
+    """
     done = {  # already elided, or already a pointer to a newer duplicate
         t
         for e in log
         if isinstance(e, CompactEvent) and e.mode in {"micro", "dedup"}
         for t in e.targets
     }
-    view = replay(log)
-    targets = _micro_targets(view, params, done)
-    if not targets:
-        return None
+    found = _micro_targets(view, params, done)
+    if not found:
+        return None, view
     rp = params.replay_params()
+    targets = [m for m, _ in found]
     before = sum(len(message_text(m.content)) for m in targets)
-    after = sum(len(message_text(_elide_content(m.content, rp))) for m in targets)
+    after = sum(len(message_text(new)) for _, new in found)
     ids = [m.uuid for m in targets if m.uuid]
     key = orjson.dumps({"mode": "micro", "targets": ids, "params": rp}, option=orjson.OPT_SORT_KEYS)
     data = {
@@ -193,7 +227,7 @@ def plan_micro(
     }
     event = event_from_dict(data)
     assert isinstance(event, CompactEvent)
-    return event
+    return event, _apply(view, event, {id(m): (m, new) for m, new in found})
 
 
 def micro(params: MicroParams | None = None, *, timestamp: str | None = None) -> Any:

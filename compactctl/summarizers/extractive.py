@@ -65,6 +65,7 @@ holds only the extracted facts besides.
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import re
 import shlex
@@ -375,8 +376,11 @@ _PLAN_TEXT_KEYS = ("step", "content", "text", "title", "task", "description")
 _DONE_STATUSES = frozenset({"completed", "complete", "done", "finished", "cancelled", "canceled"})
 
 
+@functools.lru_cache(maxsize=1024)
 def _tool_kind(name: str) -> str:
     """Classify a tool by its name: plan, shell, patch, write, edit, read, search, other.
+
+    Cached: a session calls a handful of tools thousands of times.
 
     >>> [_tool_kind(n) for n in ("update_plan", "bash", "apply_patch", "read_file")]
     ['plan', 'shell', 'patch', 'read']
@@ -489,13 +493,19 @@ _VALUE_OPTIONS: dict[str, frozenset[str]] = {
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"})
 
 
-def _shell_tokens(line: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _shell_tokens(line: str) -> tuple[str, ...]:
+    """The shell tokens of one line (shlex, POSIX rules); plain words when it does not lex.
+
+    Cached: agents run the same commands again and again, and shlex is slow. The result is
+    a tuple, so no caller can change a cached value.
+    """
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
-        return list(lexer)
+        return tuple(lexer)
     except ValueError:
-        return line.split()
+        return tuple(line.split())
 
 
 def _simple_commands(command: str) -> Iterator[list[str]]:
@@ -540,6 +550,12 @@ def _command_files(command: str) -> list[tuple[str, str]]:
     >>> _command_files("grep -n ERROR logs/worker.log > out.txt")
     [('out.txt', 'written'), ('logs/worker.log', 'searched')]
     """
+    return list(_command_files_cached(command))
+
+
+@functools.lru_cache(maxsize=4096)
+def _command_files_cached(command: str) -> tuple[tuple[str, str], ...]:
+    """:func:`_command_files` as a tuple, cached (a command run N times is parsed once)."""
     found: list[tuple[str, str]] = []
     if "*** Begin Patch" in command:
         found.extend(_patch_files(command))
@@ -605,7 +621,7 @@ def _command_files(command: str) -> list[tuple[str, str]]:
             operands, action = operands[:1], "ran"
         if action:
             found.extend((o, action) for o in operands if _pathlike(o))
-    return found
+    return tuple(found)
 
 
 _EXIT_RE = re.compile(
@@ -619,17 +635,51 @@ _PYTEST_COUNTS_RE = re.compile(
 )
 
 
+_EXIT_PHRASES = ("exit code", "exit status", "exited with code")
+_RETURN_PHRASES = ("return code", "returncode")
+"""Lower-cased literals one of which every :data:`_EXIT_RE` match contains (those of
+``_EXIT_PHRASES`` hold ``exit``, those of ``_RETURN_PHRASES`` hold ``return``)."""
+
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f")
+"""The non-ASCII characters that ``re.IGNORECASE`` matches to a letter of the phrases above
+but that ``str.lower`` does not turn into it (İ, ı and ſ match ``i``, ``i`` and ``s``); a
+text holding one skips the literal prefilter."""
+
+
+def _may_report_exit(text: str) -> bool:
+    """False only when :data:`_EXIT_RE` cannot match ``text``: a cheap literal prefilter.
+
+    The regex scans at about 10 MB/s (case-insensitive, multiline, tried at every position);
+    ``str.lower`` and ``in`` run at memory speed, and most tool results name no exit code.
+
+    >>> _may_report_exit("EXIT CODE: 1"), _may_report_exit("return 0")
+    (True, False)
+    """
+    if not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
+        return True
+    lowered = text.lower()
+    if "exit" in lowered and any(p in lowered for p in _EXIT_PHRASES):
+        return True
+    return "return" in lowered and any(p in lowered for p in _RETURN_PHRASES)
+
+
 def _exit_code(text: str) -> int | None:
     """The exit code a tool result reports, if it reports one.
 
     >>> _exit_code("Exit code: 2\\nWall time: 1s"), _exit_code('{"exit_code": 0}')
     (2, 0)
     """
-    match = _EXIT_RE.search(text)
+    match = _EXIT_RE.search(text) if _may_report_exit(text) else None
     if match:
         return int(match.group(1) or match.group(2))
-    match = _JSON_EXIT_RE.search(text[:2000])
+    head = text[:2000]
+    match = _JSON_EXIT_RE.search(head) if 'ode"' in head else None
     return int(match.group(1)) if match else None
+
+
+_PYTEST_WORDS = ("failed", "passed", "error", "skipped", "deselected", "warning", "rerun")
+"""Literals one of which every :data:`_PYTEST_COUNTS_RE` match contains (``xfailed`` holds
+``failed``, ``xpassed`` holds ``passed``; the regex is case-sensitive)."""
 
 
 def _pytest_counts(text: str) -> str:
@@ -638,7 +688,10 @@ def _pytest_counts(text: str) -> str:
     >>> _pytest_counts("...\\n1 failed, 7 passed in 1.45s\\n")
     '1 failed, 7 passed'
     """
-    matches = _PYTEST_COUNTS_RE.findall(text[-5000:])
+    tail = text[-5000:]
+    if not any(word in tail for word in _PYTEST_WORDS):
+        return ""
+    matches = _PYTEST_COUNTS_RE.findall(tail)
     return matches[-1].strip().rstrip(",") if matches else ""
 
 
@@ -712,6 +765,12 @@ def _log_error(line: str) -> str:
     return line[level.start() :] if level else line
 
 
+_FOUND_ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
+"""Literals one of which a text must hold for :func:`_found_errors` to find anything: every
+match of the case-sensitive :data:`_LOG_LEVEL_RE` is one of the first three, and a traceback
+starts with the last (a cheap ``in`` test skips the per-line scan of most outputs)."""
+
+
 def _found_errors(text: str) -> list[str]:
     """Error lines inside the output of a tool that did not fail: ``ERROR``/``FATAL``
     log lines, and the final line of a Python traceback.
@@ -719,9 +778,18 @@ def _found_errors(text: str) -> list[str]:
     >>> _found_errors("10:... ERROR quillpad.storage LeaseExpired: lease 8525 expired")
     ['LeaseExpired: lease 8525 expired']
     """
+    if not any(marker in text for marker in _FOUND_ERROR_MARKERS):
+        return []
     found: list[str] = []
     lines = text.split("\n")
     for index, raw in enumerate(lines):
+        if (
+            "ERROR" not in raw
+            and "FATAL" not in raw
+            and "CRITICAL" not in raw
+            and "Traceback (most recent call last)" not in raw
+        ):
+            continue  # _FOUND_ERROR_MARKERS: neither branch below can fire on this line
         line = raw.strip()
         if _LOG_LEVEL_RE.search(line) and not line.startswith(("def ", "class ", "#", "//")):
             found.append(_log_error(line))
@@ -1046,8 +1114,7 @@ def _shorten_user(text: str, head: int, constraints: bool = True) -> str:
     >>> _shorten_user("Fix the pager. Do not add deps.", 200, constraints=False)
     'Fix the pager.'
     """
-    sentences = _sentences(text)
-    flags = [_is_constraint(s) for s in sentences]
+    sentences, flags = _sentence_flags(text)
     plain = sum(len(s) + 1 for s, c in zip(sentences, flags, strict=True) if not c)
     budget = plain if head > 0 and plain <= head + 60 else head
     parts: list[str] = []
@@ -1071,6 +1138,14 @@ def _shorten_user(text: str, head: int, constraints: bool = True) -> str:
     if not parts:
         parts = [_clip(_inline(text), 60 if constraints else 40)]
     return re.sub(r"…(?:\s*…)+", _ELLIPSIS, _join_sentences(parts))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The sentences of ``text`` and whether each states a constraint, cached: rendering
+    shortens every user message once per level of detail tried (up to 15 times)."""
+    sentences = tuple(_sentences(text))
+    return sentences, tuple(_is_constraint(s) for s in sentences)
 
 
 def _join_sentences(parts: Sequence[str]) -> str:
@@ -1996,6 +2071,12 @@ class ExtractiveSummarizer:
             SummaryFormatError: never for valid input; raised if the result failed its own
                 validation (a bug), so that nothing invalid is appended.
         """
+        try:
+            return self._summarize(request)
+        finally:
+            _clear_caches()
+
+    def _summarize(self, request: SummaryRequest) -> SummaryResult:
         facts = _Extractor(request.messages).run()
         if request.prior is not None:
             facts = _merge(_facts_from_prior(request.prior), facts)
@@ -2016,3 +2097,12 @@ class ExtractiveSummarizer:
         return SummaryResult(
             text=text, format="sections", task_state=None, model=MODEL_NAME, warnings=warnings
         )
+
+
+def _clear_caches() -> None:
+    """Empty the caches keyed by transcript text (commands, user messages): they serve one
+    request, and must not keep a long run's texts alive (a command can be a large patch).
+    Clearing while another thread summarizes costs that thread time, never a wrong result."""
+    _shell_tokens.cache_clear()
+    _command_files_cached.cache_clear()
+    _sentence_flags.cache_clear()
