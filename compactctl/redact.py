@@ -60,6 +60,11 @@ _LOWER_HINTS: dict[str, tuple[str, ...]] = {
 }
 """The same for the case-insensitive patterns, tested on the lower-cased text."""
 
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+"""Letters that a case-insensitive ``re`` pattern matches as ASCII letters but ``str.lower``
+does not turn into them (İ and ı as i, long s ſ as s, the Kelvin sign as k): a text holding
+one skips the lower-case shortcut, so ``paſſword=...`` is redacted as the regex alone would."""
+
 
 def redact(text: str) -> str:
     """Replace secrets in ``text`` by ``[REDACTED:<kind>]``.
@@ -79,8 +84,9 @@ def redact(text: str) -> str:
                 continue
         else:
             if lowered is None:
-                lowered = text.lower()
-            if not any(h in lowered for h in _LOWER_HINTS[kind]):
+                folds = not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)
+                lowered = "" if folds else text.lower()
+            if lowered and not any(h in lowered for h in _LOWER_HINTS[kind]):
                 continue
         if kind == "assigned-secret":
             text = pattern.sub(r"\1[REDACTED:assigned-secret]", text)

@@ -57,3 +57,32 @@ def test_prefilters_agree_with_the_patterns_on_the_samples():
 def test_prefilters_agree_on_generated_text(parts):
     text = "".join(parts)
     assert redact(text) == _reference(text)
+
+
+def test_letters_that_case_fold_onto_ascii_do_not_hide_a_secret():
+    """``re.IGNORECASE`` matches ſ as s, the Kelvin sign as k and İ/ı as i; ``str.lower``
+    does not, so the lower-case shortcut alone would have missed these."""
+    for text in (
+        "paſſword=hunter2222",
+        "client_ſecret: abcdefgh12345678",
+        "API_\u212aEY=abcdefghijklmnop",
+        "Authorization: Bearer abcdefghijklmnop1234 and \u0130",
+        "tok\u0131n=" + "q" * 12,
+    ):
+        assert redact(text) == _reference(text), text
+    assert "[REDACTED:assigned-secret]" in redact("paſſword=hunter2222")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["pa", "ss", "\u017f", "word", "=", ": ", "se", "cret", "\u212a", "ey", "to", "ken"]
+            + ["\u0130", "\u0131", "hunter2222", "x" * 8, " ", "\n"]
+        ),
+        max_size=14,
+    )
+)
+def test_prefilters_agree_with_case_folding_letters(parts):
+    text = "".join(parts)
+    assert redact(text) == _reference(text)
