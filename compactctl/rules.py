@@ -90,8 +90,21 @@ class _Rewriter:
     """
 
     def __init__(self, versions: Mapping[str, int], *, trace: bool = False) -> None:
+        from . import rules_text  # once here rather than an import statement per text
+
+        self._text = rules_text
         self.versions = dict(versions)
-        self._only = list(self.versions)
+        # The recorded versions are the current ones (the usual case): then select_rules
+        # already returns the rules to apply, and every name is known, so ``only`` can be a
+        # frozenset (select_rules would build one per call). Otherwise ``only`` stays a list,
+        # so that an unknown name raises the same KeyError, naming the rules in their order.
+        self._current = all(
+            name in rules_text.RULES and rules_text.RULES[name].version == version
+            for name, version in self.versions.items()
+        )
+        self._only: Collection[str] = (
+            frozenset(self.versions) if self._current else list(self.versions)
+        )
         self._trace = trace
         self._done: dict[tuple[str, bool], str] = {}
         self._code: dict[str, bool] = {}
@@ -106,24 +119,23 @@ class _Rewriter:
             return True
         code = self._code.get(text)
         if code is None:
-            from .rules_text import looks_like_code
-
-            code = self._code[text] = looks_like_code(text)
+            code = self._code[text] = self._text.looks_like_code(text)
         return code
 
     def rules_for(self, text: str, is_code: bool) -> list[Rule]:
         """The rules :func:`~compactctl.rules_text.select_rules` picks, at the recorded
         versions."""
-        from .rules_text import get_rule, select_rules
-
+        selected = self._text.select_rules(text, is_code=is_code, only=self._only)
+        if self._current:
+            return selected
         rules = self._rules
         chosen = []
-        for selected in select_rules(text, is_code=is_code, only=self._only):
-            name = selected.name
-            rule = rules.get(name)
-            if rule is None:
-                rule = rules[name] = get_rule(name, self.versions[name])
-            chosen.append(rule)
+        for rule in selected:
+            name = rule.name
+            recorded = rules.get(name)
+            if recorded is None:
+                recorded = rules[name] = self._text.get_rule(name, self.versions[name])
+            chosen.append(recorded)
         return chosen
 
     def apply(self, text: str, is_code: bool) -> str:
@@ -133,9 +145,7 @@ class _Rewriter:
             if self._trace:
                 self._traced(text, is_code)
                 return self._done[key]
-            from .rules_text import apply_rules
-
-            done = self._done[key] = apply_rules(text, self.rules_for(text, is_code))
+            done = self._done[key] = self._text.apply_rules(text, self.rules_for(text, is_code))
         return done
 
     def effects(self, text: str, is_code: bool) -> list[Effect]:
@@ -147,10 +157,8 @@ class _Rewriter:
         return found
 
     def _traced(self, text: str, is_code: bool) -> list[Effect]:
-        from .rules_text import apply_rules_stepwise
-
         rules = self.rules_for(text, is_code)
-        result, steps = apply_rules_stepwise(text, rules)
+        result, steps = self._text.apply_rules_stepwise(text, rules)
         effects: list[Effect] = []
         current, current_tokens = text, -1
         for rule, step in zip(rules, steps, strict=True):

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 __all__ = [
     "APPLY_RULES_VERSION",
@@ -106,6 +107,9 @@ def _join_lines(lines: list[str], trailing_newline: bool) -> str:
 
 
 _HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]|$)")
+# A line that _HEADING_RE matches, at the start of the text or after a newline.
+_HEADING_START_RE = re.compile(r" {0,3}+#{1,6}+(?:[ \t]|(?=\n)|\Z)")
+_HEADING_AFTER_NEWLINE_RE = re.compile(r"\n {0,3}+#{1,6}+(?:[ \t]|(?=\n)|\Z)")
 _FENCE_LIKE_RE = re.compile(r"[ \t]*(?:>[ \t]*)*(?:`{3,}|~{3,})")
 _WORD_RE = re.compile(r"\w")
 
@@ -120,26 +124,42 @@ _WORD_RE = re.compile(r"\w")
 # or ST; DCS, SOS, PM and APC strings; two-character and nF escapes (ESC 7, ESC ( B, ...); a lone
 # introducer or terminator. At each position the first alternative that matches wins, as in
 # ``(?:ESC[|CSI)csi|(?:ESC]|OSC)osc|ESC[PX^_]dcs|ESC[ -/]*[0-~]|[ESC CSI ST OSC]``.
-_CSI_TAIL = r"[0-?]*[ -/]*[@-~]"
-_OSC_TAIL = r"[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-_DCS_TAIL = r"[^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"
+# (The repeats are possessive: what follows each cannot start with a character of its class, so
+# giving one back could not make a match; the regex engine runs possessive repeats faster.)
+_CSI_TAIL = r"[0-?]*+[ -/]*+[@-~]"
+_OSC_TAIL = r"[^\x07\x1b\x9c\n]*+(?:\x07|\x1b\\|\x9c)?"
+_DCS_TAIL = r"[^\x1b\x9c\n]*+(?:\x1b\\|\x9c)?"
 _ANSI_RE = re.compile(
-    rf"\x1b(?:\[{_CSI_TAIL}|\]{_OSC_TAIL}|[PX^_]{_DCS_TAIL}|[ -/]*[0-~]|)"
+    rf"\x1b(?:\[{_CSI_TAIL}|\]{_OSC_TAIL}|[PX^_]{_DCS_TAIL}|[ -/]*+[0-~]|)"
     rf"|\x9b(?:{_CSI_TAIL})?"
     rf"|\x9d{_OSC_TAIL}"
     r"|\x9c"
 )
+# Without the 8-bit C1 characters (never in ASCII text) only the ESC alternatives can match; this
+# regex is those alternatives alone, starting with a literal, so the search skips from one ESC
+# to the next (a character class would be tried at every position, about 5x slower).
+_ESC_ANSI_RE = re.compile(rf"\x1b(?:\[{_CSI_TAIL}|\]{_OSC_TAIL}|[PX^_]{_DCS_TAIL}|[ -/]*+[0-~]|)")
 _ERASE_LINE_RE = re.compile(r"(?:\x1b\[|\x9b)[0-2]?K")
-_ESCAPE_CHAR_RE = re.compile("[\x1b\x9b\x9c\x9d]")
 
 
-def _resolve_carriage_returns(line: str) -> str:
-    """What a terminal shows for one line containing ``\\r`` (escapes removed)."""
+def _has_c1(text: str) -> bool:
+    """Whether ``text`` contains a C1 introducer or terminator (CSI, ST, OSC)."""
+    return not text.isascii() and ("\x9b" in text or "\x9c" in text or "\x9d" in text)
+
+
+def _resolve_carriage_returns(line: str, escapes: bool) -> str:
+    """What a terminal shows for one line containing ``\\r`` (escapes removed).
+
+    ``escapes``: whether the line may contain an escape character (False: it has none).
+    """
     shown = ""
-    if _ESCAPE_CHAR_RE.search(line) is None:  # nothing to remove, no erase-line: overwrite only
-        for segment in line.split("\r"):
-            if segment:
-                shown = segment + shown[len(segment) :]
+    if not escapes or ("\x1b" not in line and not _has_c1(line)):
+        # Nothing to remove, no erase-line: each segment overwrites the line from column 0, so
+        # a column shows the last segment long enough to reach it. Going backwards, each
+        # segment longer than what is shown so far adds its tail.
+        for segment in reversed(line.split("\r")):
+            if len(segment) > len(shown):
+                shown += segment[len(shown) :]
         return shown
     for segment in line.split("\r"):
         visible = _ANSI_RE.sub("", segment)
@@ -148,6 +168,25 @@ def _resolve_carriage_returns(line: str) -> str:
         elif visible:
             shown = visible + shown[len(visible) :]
     return shown
+
+
+def _resolve_lines(text: str, escapes: bool) -> str:
+    """``text`` with each line that contains ``\\r`` resolved (the other lines are kept as
+    they are, without being split apart)."""
+    parts: list[str] = []
+    position = 0  # where the text not yet copied starts: 0 or a newline
+    cr = text.find("\r")
+    while cr >= 0:
+        start = text.rfind("\n", position, cr) + 1  # 0, or after the newline at position or later
+        end = text.find("\n", cr)
+        if end < 0:
+            end = len(text)
+        parts.append(text[position:start])
+        parts.append(_resolve_carriage_returns(text[start:end], escapes))
+        position = end
+        cr = text.find("\r", end)
+    parts.append(text[position:])
+    return "".join(parts)
 
 
 def strip_ansi(text: str) -> str:
@@ -164,16 +203,15 @@ def strip_ansi(text: str) -> str:
     >>> strip_ansi('\x1b[32mok\x1b[0m\r\n 10%\r 50%\r100%\r\n')
     'ok\n100%\n'
     """
-    if not any(char in text for char in "\x1b\x9b\x9c\x9d\r"):
-        return text
+    c1 = _has_c1(text)
+    escapes = c1 or "\x1b" in text
     if "\r" in text:
         text = text.replace("\r\n", "\n")
         if "\r" in text:
-            text = "\n".join(
-                _resolve_carriage_returns(line) if "\r" in line else line
-                for line in text.split("\n")
-            )
-    return _ANSI_RE.sub("", text)
+            text = _resolve_lines(text, escapes)
+    if not escapes:  # then _ANSI_RE has nothing to match
+        return text
+    return (_ANSI_RE if c1 else _ESC_ANSI_RE).sub("", text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,6 +403,17 @@ def normalize_cjk_punct(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _TRAILING_BLANKS = " \t\f\v\u00a0\u3000\r"
+_BLANKS_BUT_CR = " \t\f\v\u00a0\u3000"
+_TRAILING_BLANK_ENDS = tuple(_BLANKS_BUT_CR) + tuple(f"{c}\r" for c in _TRAILING_BLANKS)
+# Where collapse_whitespace has work, found at the newlines (the search skips from one newline
+# to the next): a line ending with a blank other than ``\r`` before its ``\n``, or with a blank
+# before a final ``\r`` (a lone ``\r`` ending a line, as in CRLF, is kept); or two lines in a
+# row that are empty or only ``\r`` (the second one followed by ``\n``, or a last ``\r`` line).
+# The same at the start of the text, and for a last line without ``\n``, are looked for apart.
+_WHITESPACE_WORK_RE = re.compile(
+    f"\n(?:(?<=[{_BLANKS_BUT_CR}]\n)|(?<=[{_TRAILING_BLANKS}]\r\n)|\r?+\n(?:\r?+\n|\r\\Z))"
+)
+_WHITESPACE_WORK_AT_START_RE = re.compile("\r?+\n(?:\r?+\n|\r\\Z)")
 
 
 def collapse_whitespace(text: str) -> str:
@@ -373,22 +422,34 @@ def collapse_whitespace(text: str) -> str:
     Trailing spaces, tabs, form feeds, vertical tabs, no-break spaces and ideographic spaces
     (U+3000) are removed; a ``\r\n`` line ending is kept as it is. A blank line is one that is
     empty once its trailing blanks are gone; two or more in a row become one. Leading
-    indentation is never touched. Safe for code. Source: seed 001 Layer 1 table ("折叠空白").
+    indentation is never touched. Lines are split on ``\n`` only. Safe for code. Source: seed
+    001 Layer 1 table ("折叠空白").
 
     >>> collapse_whitespace('a  \n\n\n\nb\t\n')
     'a\n\nb\n'
     """
+    # Most texts have nothing to do: no line ends with a blank (a CRLF ending aside) and no two
+    # empty lines follow each other.
+    if (
+        _WHITESPACE_WORK_RE.search(text) is None
+        and not text.endswith(_TRAILING_BLANK_ENDS)
+        and _WHITESPACE_WORK_AT_START_RE.match(text) is None
+    ):
+        return text
     lines, trailing = _split_lines(text)
-    out: list[str] = []
-    previous_blank = False
-    for line in lines:
-        stripped = line.rstrip(_TRAILING_BLANKS)
-        if len(stripped) < len(line) and "\r" in line[len(stripped) :]:
-            stripped += "\r"  # a CRLF line ending stays a CRLF line ending
-        blank = stripped in ("", "\r")
-        if not (blank and previous_blank):
-            out.append(stripped)
-        previous_blank = blank
+    stripped = list(map(str.rstrip, lines, repeat(_TRAILING_BLANKS)))
+    if "\r" in text:  # a CRLF line ending stays a CRLF line ending
+        stripped = [
+            new + "\r" if new is not line and "\r" in line[len(new) :] else new
+            for new, line in zip(stripped, lines, strict=True)
+        ]
+    blank = ("", "\r")
+    # a line stays unless it and the one before it (as stripped) are both blank
+    out = [
+        new
+        for new, before in zip(stripped, [None, *stripped], strict=False)
+        if new not in blank or before not in blank
+    ]
     if out == lines:
         return text
     return _join_lines(out, trailing)
@@ -424,8 +485,10 @@ def remove_dup_lines(text: str) -> str:
     >>> remove_dup_lines('Running the tests\n}\nok\nRunning the tests\n}\n')
     'Running the tests\n}\nok\n}\n'
     """
+    if "\n" not in text:
+        return text  # one line cannot repeat
     lines, trailing = _split_lines(text)
-    keys = [line.rstrip() for line in lines]
+    keys = list(map(str.rstrip, lines))
     if len(set(keys)) == len(keys):
         return text
     seen: set[str] = set()
@@ -458,8 +521,10 @@ def remove_empty_sections(text: str) -> str:
     >>> remove_empty_sections('# Plan\n## Empty\n\n## Steps\n- one\n## Notes\n')
     '# Plan\n## Steps\n- one\n'
     """
-    if "#" not in text:
-        return text  # no heading
+    if "#" not in text or (
+        _HEADING_START_RE.match(text) is None and _HEADING_AFTER_NEWLINE_RE.search(text) is None
+    ):
+        return text  # no heading (a "#" elsewhere: an issue number, a comment, a URL)
     lines, trailing = _split_lines(text)
     remove: set[int] = set()
     stack: list[list[int]] = []  # [level, line index, has content (0/1)]
@@ -503,7 +568,9 @@ def remove_empty_sections(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 _TABLE_SEPARATOR_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t\r]*")
-_UNESCAPED_PIPE_RE = re.compile(r"(?<!\\)\|")
+# A ``|`` not preceded by a backslash; written ``\|`` first so that the search skips from pipe to
+# pipe (a regex starting with a lookbehind is tried at every position).
+_UNESCAPED_PIPE_RE = re.compile(r"\|(?<!\\\|)")
 
 
 def _row_cells(line: str) -> list[str]:
@@ -583,10 +650,14 @@ def tables_to_key_value(text: str) -> str:
 # decorative
 # ---------------------------------------------------------------------------------------------
 
-_DECORATIVE_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?")
+# At least three of - * = _ ~ with blanks around and between: written with possessive repeats
+# (a blank given back cannot be a mark, nor a mark a line end), which the regex engine runs much
+# faster than a repeated group.
+_DECORATIVE = r"[ \t]*+[-*=_~][ \t]*+[-*=_~][ \t]*+[-*=_~][-*=_~ \t]*+\r?"
+_DECORATIVE_RE = re.compile(_DECORATIVE)
 # A whole line that _DECORATIVE_RE matches, at the start of the text or after a newline.
-_DECORATIVE_START_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?(?=\n|\Z)")
-_DECORATIVE_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*(?:[-*=_~][ \t]*){3,}\r?(?=\n|\Z)")
+_DECORATIVE_START_RE = re.compile(rf"{_DECORATIVE}(?=\n|\Z)")
+_DECORATIVE_AFTER_NEWLINE_RE = re.compile(rf"\n{_DECORATIVE}(?=\n|\Z)")
 _FRONT_MATTER_LINE_RE = re.compile(
     r"(?:[ \t]*#.*|[\w\"'][^:]*:(?:[ \t].*)?|[ \t]*-(?:[ \t].*)?|[ \t]+\S.*|[ \t]*)\r?"
 )
@@ -648,8 +719,8 @@ def remove_decorative_lines(text: str) -> str:
 _BULLET_RE = re.compile(r"([ \t]*)([-*+])[ \t]+(\S.*)")
 # A line that starts like a bullet, at the start of the text or after a newline (two regexes
 # rather than one with ``^`` and re.M, so that the search can skip from newline to newline).
-_BULLET_START_RE = re.compile(r"[ \t]*[-*+][ \t]")
-_BULLET_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*[-*+][ \t]")
+_BULLET_START_RE = re.compile(r"[ \t]*+[-*+][ \t]")
+_BULLET_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*+[-*+][ \t]")
 
 
 def _may_have_bullets(text: str) -> bool:
@@ -692,17 +763,27 @@ def _parse_bullet(line: str, next_line: str | None) -> _Bullet | None:
     return _Bullet(line, (match.group(1), match.group(2)), match.group(3).rstrip(), has_body)
 
 
+_BULLET_MARKERS = ("-", "*", "+")
+
+
 def _bullets(lines: Sequence[str]) -> list[_Bullet | None]:
+    last = len(lines) - 1
     return [
-        _parse_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
+        # (only a line whose first non-blank character is a marker can be a bullet)
+        _parse_bullet(line, lines[i + 1] if i < last else None)
+        if line.lstrip(" \t").startswith(_BULLET_MARKERS)
+        else None
         for i, line in enumerate(lines)
     ]
 
 
 def _code_tokens(text: str) -> frozenset[str]:
     """Inline code spans and code placeholders in one bullet's text."""
-    found = {text[start:end] for start, end in _inline_code_spans(text, 0, len(text))}
-    found.update(match.group() for match in _PLACEHOLDER_RE.finditer(text))
+    found: set[str] = set()
+    if "`" in text:  # no inline span without a backtick
+        found.update(text[start:end] for start, end in _inline_code_spans(text, 0, len(text)))
+    if not text.isascii():  # no placeholder without a private-use character
+        found.update(match.group() for match in _PLACEHOLDER_RE.finditer(text))
     return frozenset(found)
 
 
@@ -921,20 +1002,63 @@ def get_rule(name: str, version: int | None = None) -> Rule:
 
 _FENCE_OPEN_RE = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:(`{3,})[^`\n]*|(~{3,})[^\n]*)$", re.M)
 _FENCE_CLOSE_RE = re.compile(r"^[ \t]*(?:>[ \t]*)*(`{3,}|~{3,})[ \t\r]*$", re.M)
-_BACKTICK_RUN_RE = re.compile(r"`+")
+# "``*" rather than "`+": a regex that starts with a literal is searched for by skipping to that
+# character; one that starts with a repeat is tried at every position (about 8x slower).
+_BACKTICK_RUN_RE = re.compile(r"``*")
+
+
+def _fence_line_starts(text: str, position: int) -> Iterator[int]:
+    """The start of each line at or after ``position`` that contains three backticks or ``~~~``.
+
+    Only these lines can open or close a fenced block, so testing :data:`_FENCE_OPEN_RE` and
+    :data:`_FENCE_CLOSE_RE` at their starts finds what a search from ``position`` would (a
+    multi-line ``^`` regex tries every character; ``str.find`` skips to the next fence).
+    """
+    ticks = text.find("```", position)
+    tildes = text.find("~~~", position)
+    while ticks >= 0 or tildes >= 0:
+        found = ticks if tildes < 0 or 0 <= ticks < tildes else tildes
+        start = text.rfind("\n", 0, found) + 1
+        if start >= position:
+            yield start
+        end = text.find("\n", found)
+        if end < 0:
+            return
+        if 0 <= ticks < end:
+            ticks = text.find("```", end)
+        if 0 <= tildes < end:
+            tildes = text.find("~~~", end)
+
+
+def _may_have_fence(text: str) -> bool:
+    """Whether ``text`` contains three backticks or three tildes (a one-character test first:
+    it is several times faster than a three-character one, and most texts have neither)."""
+    return ("`" in text and "```" in text) or ("~" in text and "~~~" in text)
+
+
+def _has_fence_opener(text: str) -> bool:
+    """Whether ``_FENCE_OPEN_RE.search(text)`` finds a fence opener line."""
+    return any(_FENCE_OPEN_RE.match(text, start) for start in _fence_line_starts(text, 0))
 
 
 def _fenced_blocks(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each fenced block: opener line start to closer line end (no ``\\n``)."""
+    """``(start, end)`` of each fenced block: opener line start to closer line end (no ``\\n``).
+
+    The first line that opens a fence opens a block; the block ends with the next line that
+    closes it (same character, at least as long), and the next block is looked for after it.
+    """
     blocks: list[tuple[int, int]] = []
-    position = 0
-    while True:
-        opener = _FENCE_OPEN_RE.search(text, position)
+    lines = _fence_line_starts(text, 0)  # one pass: openers and closers come in text order
+    for line_start in lines:
+        opener = _FENCE_OPEN_RE.match(text, line_start)
         if opener is None:
-            return blocks
+            continue
         fence = opener.group(1) or opener.group(2)
         end = -1
-        for closer in _FENCE_CLOSE_RE.finditer(text, opener.end() + 1):
+        for closer_start in lines:  # the lines after the opener
+            closer = _FENCE_CLOSE_RE.match(text, closer_start)
+            if closer is None:
+                continue
             candidate = closer.group(1)
             if candidate[0] == fence[0] and len(candidate) >= len(fence):
                 end = closer.end()
@@ -944,7 +1068,7 @@ def _fenced_blocks(text: str) -> list[tuple[int, int]]:
             blocks.append((opener.start(), end))
             return blocks
         blocks.append((opener.start(), end))
-        position = end
+    return blocks
 
 
 def _inline_code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -954,15 +1078,24 @@ def _inline_code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]
     a run without one is literal. Linear in the length of the region.
     """
     spans: list[tuple[int, int]] = []
-    line: list[tuple[int, int]] = []
-    previous_end = start
-    for match in _BACKTICK_RUN_RE.finditer(text, start, end):
-        if line and text.find("\n", previous_end, match.start()) >= 0:
-            _pair_runs(line, spans)
-            line = []
-        line.append(match.span())
-        previous_end = match.end()
-    _pair_runs(line, spans)
+    runs = [match.span() for match in _BACKTICK_RUN_RE.finditer(text, start, end)]
+    count = len(runs)
+    i = 0
+    while i < count - 1:  # a single run left cannot pair
+        line_end = text.find("\n", runs[i][1], end)
+        j = i + 1  # runs[i:j] are the runs of one line
+        if line_end < 0:
+            j = count
+        else:
+            while j < count and runs[j][0] < line_end:
+                j += 1
+        if j - i == 2:  # the usual line: two runs, a span if they are as long
+            (first_start, first_end), (second_start, second_end) = runs[i], runs[i + 1]
+            if first_end - first_start == second_end - second_start:
+                spans.append((first_start, second_end))
+        elif j - i > 2:
+            _pair_runs(runs[i:j], spans)
+        i = j
     return spans
 
 
@@ -989,10 +1122,10 @@ def _spans(text: str) -> list[tuple[int, int, bool]]:
     # Literal prefilters (most texts have no backtick at all): a fence line needs ``` or ~~~,
     # an inline span needs a backtick.
     if "`" not in text:
-        if "~~~" not in text:
+        if "~" not in text or "~~~" not in text:
             return []
         return [(start, end, True) for start, end in _fenced_blocks(text)]
-    if "```" not in text and "~~~" not in text:
+    if not _may_have_fence(text):
         return [(start, end, False) for start, end in _inline_code_spans(text, 0, len(text))]
     spans: list[tuple[int, int, bool]] = []
     position = 0
@@ -1138,15 +1271,20 @@ def _apply_masked(
                 new = rule.fn(new)
             else:
                 key = (rule.fn, new)
-                out = memo.get(key)
-                if out is None:
-                    out = memo[key] = rule.fn(new)
-                new = out
+                if key in memo:
+                    new = memo[key]
+                else:
+                    new = memo[key] = rule.fn(new)
         if new == current:
             break
         current = new
     if current == source:
         return text, masked
+    if not originals:  # no code: the result is the masked text, if it still has no code
+        if sentinel in current:
+            return text, masked
+        remasked = _mask(current)
+        return (text, masked) if remasked[1] else (current, remasked)
     pieces = _pieces(current, originals, sentinel)
     result = "".join(piece for _, piece in pieces)
     if sentinel in result:
@@ -1173,8 +1311,21 @@ def apply_rules_stepwise(text: str, rules: Sequence[Rule]) -> tuple[str, list[st
     """
     if not rules or not text:
         return text, [text] * len(rules)
-    memo: dict[tuple[object, str], str] = {}
     masked = _mask(text)
+    source = masked[0]
+    outputs: list[str] = []  # the first pass of the chain
+    current = source
+    for rule in rules:
+        current = rule.fn(current)
+        outputs.append(current)
+    if outputs.count(source) == len(outputs):
+        # Every rule left the masked text as it was (the usual case): so does each step.
+        return text, [text] * len(rules)
+    memo: dict[tuple[object, str], str] = {}
+    current = source
+    for rule, output in zip(rules, outputs, strict=True):
+        memo[(rule.fn, current)] = output
+        current = output
     result = _apply_masked(text, masked, rules, memo)[0]
     steps: list[str] = []
     current = text
@@ -1193,39 +1344,69 @@ def apply_rules_stepwise(text: str, rules: Sequence[Rule]) -> tuple[str, list[st
 # its lines joined with "\n" and preceded by one: each pattern starts with the newline before a
 # line, so the search jumps from newline to newline, and nothing else in it can match a newline,
 # so each match stays in its line and the count of matches is the count of lines.
-_NUMBERED_LINE_RE = re.compile(r"\n[ \t]*\d+(?:\t|→|:[ \t]|\|)")
+_NUMBERED_LINE_RE = re.compile(r"\n[ \t]*+\d++(?:\t|→|:[ \t]|\|)")
 _DIFF_HUNK_RE = re.compile(r"\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
-# A line looks like code when this matches at its start, or when it ends with ``{`` or ``;``
-# (trailing whitespace aside). The possessive ``++``/``*+`` never give back what they took: what
+# A line looks like code when it starts like code (:data:`_CODE_START_RE`) or when its last
+# non-blank character is ``{`` or ``;`` (:data:`_CODE_END_RES`). These regexes run over the
+# whole sample, whose lines each follow a newline: no part of them can match a newline except
+# the one that starts a line (``[^\S\n]`` is ``\s`` without it; ``(?=\n|\Z)`` is the end of a
+# line), so each match is one line. ``_CODE_START_RE`` takes the rest of the line, so the lines
+# it finds can be looked at again, joined, to count those that are both. Each regex starts with
+# a literal, so the search skips to the next newline, ``{`` or ``;`` (a character class would be
+# tried at every position). The possessive ``++``/``*+`` never give back what they took: what
 # follows each of them cannot start with a character of their class, so giving back could not
-# make a match, only cost time (``[\w.]+`` backtracking over a long word or a line of dots).
-_CODE_LINE_START_RE = re.compile(
-    r"[ \t]*+(?:def |class |import |from [\w.]++ import |return\b|elif\b|else\s*+[:{]"
-    r"|try\s*+[:{]|except\b|finally\s*+[:{]|catch\s*+\(|function\b|const |let |var |fn |pub "
-    r"|package |impl\b|#include|#define|public |private |protected |static |async |await |@\w"
-    r"|//|/\*|\*/|[}\])]++[,;]?\s*$|\"[^\"\n]++\"\s*+:"
-    r"|[\w.]++(?:\[[^\]\n]*\])?\s*+(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)\s*\S"  # assignment
-    r"|[\w.]++\(.*\)[;,]?\s*$)"  # a call on its own line
+# make a match, only cost time (``[\w.]+`` backtracking over a long word).
+_CODE_START_RE = re.compile(
+    r"\n[ \t]*+(?:def |class |import |from [\w.]++ import |return\b|elif\b|else[^\S\n]*+[:{]"
+    r"|try[^\S\n]*+[:{]|except\b|finally[^\S\n]*+[:{]|catch[^\S\n]*+\(|function\b|const |let "
+    r"|var |fn |pub |package |impl\b|#include|#define|public |private |protected |static "
+    r"|async |await |@\w|//|/\*|\*/|[}\])]++[,;]?[^\S\n]*+(?=\n|\Z)|\"[^\"\n]++\"[^\S\n]*+:"
+    r"|[\w.]++(?:(?:\[[^\]\n]*\])?[^\S\n]*+(?:[-+*/%|&^]|//|\*\*|<<|>>)?=(?!=)[^\S\n]*+\S"  # x = 1
+    r"|\(.*\)[;,]?[^\S\n]*+(?=\n|\Z)))"  # or a call on its own line
+    r"[^\n]*+"
 )
-_CODE_LINE_ENDS = ("{", ";")
+_CODE_END_RES = (
+    re.compile(r"\{[^\S\n]*+(?=\n|\Z)"),
+    re.compile(r";[^\S\n]*+(?=\n|\Z)"),
+)
+_SHEBANG_RE = re.compile(r"\n[^\S\n]*+#!")
 _CODE_SAMPLE_LINES = 500
+# A line made only of whitespace, with the newline before it.
+_BLANK_LINE_RE = re.compile(r"\n[^\S\n]*+(?=\n|\Z)")
+_SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{_CODE_SAMPLE_LINES}}}")
+_SAMPLE_CHUNK_CHARS = 1 << 16
 
 
-def _sample_lines(text: str) -> list[str]:
-    """The first :data:`_CODE_SAMPLE_LINES` non-blank lines of ``text`` (split on ``\\n``).
+def _code_sample(text: str) -> str:
+    """The first :data:`_CODE_SAMPLE_LINES` non-blank lines of ``text`` (split on ``\\n``),
+    each preceded by ``\\n`` (``""`` when there is none).
 
-    Splits a bounded number of lines at a time, so a huge text is not split whole.
+    Looks at about 64 KB of text at a time, so a huge text is not copied whole.
     """
-    lines: list[str] = []
-    rest = text
+    parts: list[str] = []
+    found = 0
+    start, size = 0, len(text)
     while True:
-        parts = rest.split("\n", 2 * _CODE_SAMPLE_LINES)
-        more = len(parts) > 2 * _CODE_SAMPLE_LINES  # the last part is the unsplit rest
-        if more:
-            rest = parts.pop()
-        lines += [part for part in parts if part.strip()]
-        if not more or len(lines) >= _CODE_SAMPLE_LINES:
-            return lines[:_CODE_SAMPLE_LINES]
+        end = text.find("\n", start + _SAMPLE_CHUNK_CHARS)
+        if end < 0:
+            end = size
+        part = _BLANK_LINE_RE.sub("", "\n" + text[start:end])
+        parts.append(part)
+        found += part.count("\n")
+        if found >= _CODE_SAMPLE_LINES or end == size:
+            break
+        start = end + 1  # the newline at ``end`` is the one added before the next part
+    sample = "".join(parts)
+    if found > _CODE_SAMPLE_LINES:
+        head = _SAMPLE_HEAD_RE.match(sample)
+        assert head is not None
+        sample = sample[: head.end()]
+    return sample
+
+
+def _count_code_ends(sample: str) -> int:
+    """How many lines of ``sample`` end with ``{`` or ``;`` (trailing whitespace aside)."""
+    return sum(len(regex.findall(sample)) for regex in _CODE_END_RES) if sample else 0
 
 
 def looks_like_code(text: str) -> bool:
@@ -1251,25 +1432,20 @@ def looks_like_code(text: str) -> bool:
     >>> looks_like_code('Fixed the parser. Tests pass.\\n- next: docs\\n')
     False
     """
-    lines = _sample_lines(text)
-    if not lines:
+    sample = _code_sample(text)
+    if not sample:
         return False
-    if lines[0].lstrip().startswith("#!"):
+    if _SHEBANG_RE.match(sample) or _DIFF_HUNK_RE.search(sample):
         return True
-    sample = "\n" + "\n".join(lines)
-    if _DIFF_HUNK_RE.search(sample):
-        return True
-    n = len(lines)
+    n = sample.count("\n")
     numbered = len(_NUMBERED_LINE_RE.findall(sample))
     if n >= 2 and numbered >= 0.6 * n:
         return True
-    code = sum(
-        1
-        for line in lines
-        if _CODE_LINE_START_RE.match(line) or line.rstrip().endswith(_CODE_LINE_ENDS)
-    )
-    indented = sample.count("\n    ") + sample.count("\n\t")
-    return code >= 0.35 * n or (code >= 0.15 * n and indented >= 0.3 * n)
+    starts = _CODE_START_RE.findall(sample)
+    code = len(starts) + _count_code_ends(sample) - _count_code_ends("".join(starts))
+    if code >= 0.35 * n or code < 0.15 * n:
+        return code >= 0.35 * n  # (then the indentation does not matter)
+    return sample.count("\n    ") + sample.count("\n\t") >= 0.3 * n
 
 
 def _has_table(text: str) -> bool:
@@ -1282,12 +1458,40 @@ def _has_table(text: str) -> bool:
 def _check_names(names: Collection[str], argument: str) -> None:
     if isinstance(names, str):
         raise TypeError(f"{argument} must be a collection of rule names, not a string")
+    if _RULE_NAMES.issuperset(names):
+        return
     unknown = [name for name in names if name not in RULES]
-    if unknown:
-        raise KeyError(
-            f"{argument}: unknown rule(s) {', '.join(map(repr, unknown))}; "
-            f"known rules: {', '.join(RULES)}"
-        )
+    raise KeyError(
+        f"{argument}: unknown rule(s) {', '.join(map(repr, unknown))}; "
+        f"known rules: {', '.join(RULES)}"
+    )
+
+
+_RULE_NAMES = frozenset(RULES)
+_DROP_CJK, _DROP_TABLES, _DROP_BULLETS = 1, 2, 4
+
+
+@functools.lru_cache(maxsize=256)
+def _selection(
+    only: frozenset[str] | None, skip: frozenset[str], is_code: bool, drop: int
+) -> tuple[Rule, ...]:
+    """The rules :func:`select_rules` returns, from its checked arguments and what the text
+    lacks (``drop``: ``_DROP_*`` flags)."""
+    chosen = [
+        rule
+        for rule in RULES.values()
+        if (only is None or rule.name in only) and rule.name not in skip
+    ]
+    if is_code:
+        return tuple(rule for rule in chosen if rule.safe_for_code)
+    dropped: set[str] = set()
+    if drop & _DROP_CJK:
+        dropped.add("cjk_punct")
+    if drop & _DROP_TABLES:
+        dropped.add("tables")
+    if drop & _DROP_BULLETS:
+        dropped.update(("similar_bullets", "short_bullets"))
+    return tuple(rule for rule in chosen if rule.name not in dropped)
 
 
 def select_rules(
@@ -1320,18 +1524,14 @@ def select_rules(
     if only is not None:
         _check_names(only, "only")
     _check_names(skip, "skip")
-    chosen = [
-        rule
-        for rule in RULES.values()
-        if (only is None or rule.name in only) and rule.name not in skip
-    ]
-    if is_code:
-        return [rule for rule in chosen if rule.safe_for_code]
-    dropped: set[str] = set()
-    if text.isascii() or _CJK_RE.search(text) is None:  # every CJK character is non-ASCII
-        dropped.add("cjk_punct")
-    if not _has_table(text):
-        dropped.add("tables")
-    if ("```" in text or "~~~" in text) and _FENCE_OPEN_RE.search(text) is not None:
-        dropped.update(("similar_bullets", "short_bullets"))
-    return [rule for rule in chosen if rule.name not in dropped]
+    drop = 0
+    if not is_code:
+        if text.isascii() or _CJK_RE.search(text) is None:  # every CJK character is non-ASCII
+            drop |= _DROP_CJK
+        if not _has_table(text):
+            drop |= _DROP_TABLES
+        if _may_have_fence(text) and _has_fence_opener(text):
+            drop |= _DROP_BULLETS
+    return list(
+        _selection(None if only is None else frozenset(only), frozenset(skip), is_code, drop)
+    )

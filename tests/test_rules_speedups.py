@@ -3,7 +3,7 @@
 Each ``_reference_*`` below is the straightforward form (no literal prefilter, no shortcut) of
 a function in :mod:`compactctl.rules_text`; the property tests compare the two on generated
 texts full of the characters that the prefilters look for (backticks, fences, escapes, ``\\r``,
-pipes, ``#``, bullets, emoji, CJK, private-use characters).
+pipes, ``#``, bullets, emoji, CJK, private-use characters, every kind of blank).
 """
 
 from __future__ import annotations
@@ -39,14 +39,55 @@ ALL = list(RULES.values())
 # ---------------------------------------------------------------------------------------------
 
 
+def _reference_fenced_blocks(text: str) -> list[tuple[int, int]]:
+    """The fence search as first written: multi-line regexes searched from each position."""
+    blocks: list[tuple[int, int]] = []
+    position = 0
+    while True:
+        opener = rules_text._FENCE_OPEN_RE.search(text, position)
+        if opener is None:
+            return blocks
+        fence = opener.group(1) or opener.group(2)
+        end = -1
+        for closer in rules_text._FENCE_CLOSE_RE.finditer(text, opener.end() + 1):
+            candidate = closer.group(1)
+            if candidate[0] == fence[0] and len(candidate) >= len(fence):
+                end = closer.end()
+                break
+        if end < 0:
+            end = len(text) - 1 if text.endswith("\n") and len(text) > opener.end() else len(text)
+            blocks.append((opener.start(), end))
+            return blocks
+        blocks.append((opener.start(), end))
+        position = end
+
+
+_REFERENCE_BACKTICK_RUN_RE = re.compile(r"`+")
+
+
+def _reference_inline_code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Inline spans as first written: every backtick run, lines told apart by a find."""
+    spans: list[tuple[int, int]] = []
+    line: list[tuple[int, int]] = []
+    previous_end = start
+    for match in _REFERENCE_BACKTICK_RUN_RE.finditer(text, start, end):
+        if line and text.find("\n", previous_end, match.start()) >= 0:
+            rules_text._pair_runs(line, spans)
+            line = []
+        line.append(match.span())
+        previous_end = match.end()
+    rules_text._pair_runs(line, spans)
+    return spans
+
+
 def _reference_spans(text: str) -> list[tuple[int, int, bool]]:
     spans: list[tuple[int, int, bool]] = []
     position = 0
-    for start, end in rules_text._fenced_blocks(text):
-        spans.extend((s, e, False) for s, e in rules_text._inline_code_spans(text, position, start))
+    for start, end in _reference_fenced_blocks(text):
+        spans.extend((s, e, False) for s, e in _reference_inline_code_spans(text, position, start))
         spans.append((start, end, True))
         position = end
-    spans.extend((s, e, False) for s, e in rules_text._inline_code_spans(text, position, len(text)))
+    spans.extend((s, e, False) for s, e in _reference_inline_code_spans(text, position, len(text)))
     return spans
 
 
@@ -174,9 +215,57 @@ def _reference_looks_like_code(text: str) -> bool:
     return code >= 0.35 * n or (code >= 0.15 * n and indented >= 0.3 * n)
 
 
-def _reference_select(text: str, is_code: bool = False) -> list[str]:
+def _reference_collapse_whitespace(text: str) -> str:
+    """collapse_whitespace as first written: every line stripped, one at a time."""
+    lines, trailing = rules_text._split_lines(text)
+    out: list[str] = []
+    previous_blank = False
+    for line in lines:
+        stripped = line.rstrip(" \t\f\v\u00a0\u3000\r")
+        if len(stripped) < len(line) and "\r" in line[len(stripped) :]:
+            stripped += "\r"
+        blank = stripped in ("", "\r")
+        if not (blank and previous_blank):
+            out.append(stripped)
+        previous_blank = blank
+    if out == lines:
+        return text
+    return rules_text._join_lines(out, trailing)
+
+
+# The decorative line and the bullet start as first written (a repeated group).
+_REFERENCE_DECORATIVE_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?")
+_REFERENCE_BULLET_LINE_RE = re.compile(r"^[ \t]*[-*+][ \t]", re.M)
+
+
+def _reference_bullets(lines: Sequence[str]) -> list[object]:
+    return [
+        rules_text._parse_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
+        for i, line in enumerate(lines)
+    ]
+
+
+def _reference_code_tokens(text: str) -> frozenset[str]:
+    found = {text[start:end] for start, end in _reference_inline_code_spans(text, 0, len(text))}
+    found.update(match.group() for match in rules_text._PLACEHOLDER_RE.finditer(text))
+    return frozenset(found)
+
+
+def _reference_sample_lines(text: str) -> list[str]:
+    """The first 500 non-blank lines, from the whole text split at once."""
+    return [line for line in text.split("\n") if line.strip()][:500]
+
+
+def _reference_code_lines(lines: Sequence[str]) -> int:
+    return sum(1 for line in lines if _REFERENCE_CODE_LINE_RE.search(line))
+
+
+def _reference_select(
+    text: str, is_code: bool = False, only: Sequence[str] | None = None, skip: Sequence[str] = ()
+) -> list[str]:
+    chosen = [rule for rule in ALL if (only is None or rule.name in only) and rule.name not in skip]
     if is_code:
-        return [rule.name for rule in ALL if rule.safe_for_code]
+        return [rule.name for rule in chosen if rule.safe_for_code]
     dropped: set[str] = set()
     if rules_text._CJK_RE.search(text) is None:
         dropped.add("cjk_punct")
@@ -184,7 +273,7 @@ def _reference_select(text: str, is_code: bool = False) -> list[str]:
         dropped.add("tables")
     if rules_text._FENCE_OPEN_RE.search(text) is not None:
         dropped.update(("similar_bullets", "short_bullets"))
-    return [rule.name for rule in ALL if rule.name not in dropped]
+    return [rule.name for rule in chosen if rule.name not in dropped]
 
 
 def _reference_steps(text: str, rules: Sequence[Rule]) -> list[str]:
@@ -217,6 +306,11 @@ TEXTS = st.one_of(
         "\n".join
     ),
     st.text(max_size=120),
+)
+# The brief's alphabet for collapse_whitespace: every blank it strips, line ends of each kind.
+BLANKS = st.text(
+    alphabet=st.sampled_from([" ", "\t", "\f", "\v", "\u00a0", "\u3000", "\r", "\n", "a"]),
+    max_size=40,
 )
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -261,10 +355,10 @@ def test_looks_like_code_agrees_with_the_per_line_regex(text: str) -> None:
     assert looks_like_code(text) == _reference_looks_like_code(text)
     for line in text.split("\n"):  # each line test gives the per-line regex's answer
         sample = "\n" + line
-        fast = rules_text._CODE_LINE_START_RE.match(line) is not None or line.rstrip().endswith(
-            rules_text._CODE_LINE_ENDS
-        )
+        starts = rules_text._CODE_START_RE.findall(sample)
+        fast = bool(starts) or rules_text._count_code_ends(sample) == 1
         assert fast == (_REFERENCE_CODE_LINE_RE.search(line) is not None), repr(line)
+        assert starts in ([], [sample]), repr(line)  # a start takes its whole line
         assert len(rules_text._NUMBERED_LINE_RE.findall(sample)) == bool(
             _REFERENCE_NUMBERED_LINE_RE.match(line)
         ), repr(line)
@@ -275,25 +369,121 @@ def test_looks_like_code_agrees_with_the_per_line_regex(text: str) -> None:
 
 @SETTINGS
 @given(text=TEXTS)
+def test_code_lines_are_counted_in_one_pass(text: str) -> None:
+    lines = _reference_sample_lines(text)
+    sample = rules_text._code_sample(text)
+    assert sample == "".join("\n" + line for line in lines)
+    starts = rules_text._CODE_START_RE.findall(sample)
+    code = len(starts) + rules_text._count_code_ends(sample)
+    code -= rules_text._count_code_ends("".join(starts))
+    assert code == _reference_code_lines(lines)
+    indented = sum(1 for line in lines if line.startswith(("    ", "\t")))
+    assert sample.count("\n    ") + sample.count("\n\t") == indented
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXTS, chunk=st.integers(min_value=0, max_value=12), limit=st.integers(1, 6))
+def test_code_sample_in_small_chunks(text: str, chunk: int, limit: int) -> None:
+    # Chunks of a few characters and a sample of a few lines: every boundary case is reached.
+    saved = rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS
+    saved_head = rules_text._SAMPLE_HEAD_RE
+    try:
+        rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS = limit, chunk
+        rules_text._SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{limit}}}")
+        expected = [line for line in text.split("\n") if line.strip()][:limit]
+        assert rules_text._code_sample(text) == "".join("\n" + line for line in expected)
+    finally:
+        rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS = saved
+        rules_text._SAMPLE_HEAD_RE = saved_head
+
+
+@SETTINGS
+@given(text=TEXTS)
 def test_selection_prefilters_agree(text: str) -> None:
     assert [rule.name for rule in select_rules(text)] == _reference_select(text)
+    for only, skip in ((["emoji", "tables", "short_bullets"], ["tables"]), (None, ["ansi"])):
+        for is_code in (False, True):
+            assert [
+                rule.name for rule in select_rules(text, is_code=is_code, only=only, skip=skip)
+            ] == _reference_select(text, is_code, only, skip)
+            assert [
+                rule.name
+                for rule in select_rules(
+                    text, is_code=is_code, only=None if only is None else set(only), skip=skip
+                )
+            ] == _reference_select(text, is_code, only, skip)
 
 
 @SETTINGS
 @given(text=TEXTS)
 def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
     lines = rules_text._split_lines(text)[0]
-    bullet_line = re.compile(r"^[ \t]*[-*+][ \t]", re.M).search(text) is not None
+    bullet_line = _REFERENCE_BULLET_LINE_RE.search(text) is not None
     assert rules_text._may_have_bullets(text) == bullet_line
+    assert rules_text._bullets(lines) == _reference_bullets(lines)
+    for line in lines:
+        assert bool(rules_text._DECORATIVE_RE.fullmatch(line)) == bool(
+            _REFERENCE_DECORATIVE_RE.fullmatch(line)
+        ), repr(line)
     decorative = (
         rules_text._DECORATIVE_START_RE.match(text) is not None
         or rules_text._DECORATIVE_AFTER_NEWLINE_RE.search(text) is not None
     )
-    assert decorative == any(rules_text._DECORATIVE_RE.fullmatch(line) for line in lines)
-    if "#" not in text:  # remove_empty_sections returns early: no heading can exist
-        assert not any(rules_text._HEADING_RE.match(line) for line in lines)
+    assert decorative == any(_REFERENCE_DECORATIVE_RE.fullmatch(line) for line in lines)
+    heading = (
+        rules_text._HEADING_START_RE.match(text) is not None
+        or rules_text._HEADING_AFTER_NEWLINE_RE.search(text) is not None
+    )
+    assert heading == any(rules_text._HEADING_RE.match(line) for line in lines)
     if text.isascii():  # strip_emoji returns early: no emoji can start
         assert rules_text._EMOJI_CANDIDATE_RE.search(text) is None
+    for line in lines:
+        assert rules_text._code_tokens(line) == _reference_code_tokens(line)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(BLANKS, TEXTS))
+def test_collapse_whitespace_agrees_with_the_line_loop(text: str) -> None:
+    expected = _reference_collapse_whitespace(text)
+    assert rules_text.collapse_whitespace(text) == expected
+    # The prefilter is exact: it finds work exactly when the loop changes something.
+    work = (
+        rules_text._WHITESPACE_WORK_RE.search(text) is not None
+        or text.endswith(rules_text._TRAILING_BLANK_ENDS)
+        or rules_text._WHITESPACE_WORK_AT_START_RE.match(text) is not None
+    )
+    assert work == (expected != text), repr(text)
+
+
+@SETTINGS
+@given(text=TEXTS)
+def test_fence_lines_and_inline_spans_agree_with_the_search(text: str) -> None:
+    assert rules_text._fenced_blocks(text) == _reference_fenced_blocks(text)
+    assert rules_text._has_fence_opener(text) == (
+        rules_text._FENCE_OPEN_RE.search(text) is not None
+    )
+    for start in range(len(text) + 1):  # every region start, as between fenced blocks
+        assert rules_text._inline_code_spans(text, start, len(text)) == (
+            _reference_inline_code_spans(text, start, len(text))
+        )
+        assert rules_text._inline_code_spans(text, 0, start) == (
+            _reference_inline_code_spans(text, 0, start)
+        )
+
+
+_REFERENCE_UNESCAPED_PIPE_RE = re.compile(r"(?<!\\)\|")
+
+
+@SETTINGS
+@given(text=st.one_of(TEXTS, st.text(alphabet="`|\\ a\n", max_size=30)))
+def test_literal_first_regexes_find_the_same(text: str) -> None:
+    assert [m.span() for m in rules_text._BACKTICK_RUN_RE.finditer(text)] == [
+        m.span() for m in _REFERENCE_BACKTICK_RUN_RE.finditer(text)
+    ]
+    assert [m.span() for m in rules_text._UNESCAPED_PIPE_RE.finditer(text)] == [
+        m.span() for m in _REFERENCE_UNESCAPED_PIPE_RE.finditer(text)
+    ]
+    assert rules_text._UNESCAPED_PIPE_RE.split(text) == _REFERENCE_UNESCAPED_PIPE_RE.split(text)
 
 
 @pytest.mark.parametrize(
@@ -303,8 +493,15 @@ def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
 def test_code_sample_is_the_first_500_non_blank_lines(lines: int) -> None:
     text = "\n".join("" if i % 3 == 0 else ("x = 1" if i % 5 else "words") for i in range(lines))
     expected = [line for line in text.split("\n") if line.strip()][:500]
-    assert rules_text._sample_lines(text) == expected
+    assert rules_text._code_sample(text) == "".join("\n" + line for line in expected)
     assert looks_like_code(text) == _reference_looks_like_code(text)
+
+
+def test_code_sample_of_a_huge_text_reads_only_its_head() -> None:
+    line = "word " * 30
+    text = "\n".join([line] * 20_000)  # 3 MB, far more than 500 lines
+    assert rules_text._code_sample(text) == ("\n" + line) * 500
+    assert looks_like_code(text) is False
 
 
 def test_fast_paths_agree_on_the_sample_sessions() -> None:
