@@ -1118,8 +1118,8 @@ def convert_cmd(
     """Write the canonical compactctl JSONL form of any transcript compactctl reads.
 
     The source is never changed. Ids, timestamps and line numbers (sourceLine) are kept so
-    a message can be found back in the original. Many files run in parallel with
-    -o DIR/ (one output per input); to stdout or one -o file they are written in order.
+    a message can be found back in the original. Many files need -o DIR/ (one output
+    per input) and run in parallel (--jobs).
     """
     from .formats import FORMATS
 
@@ -1143,6 +1143,12 @@ def convert_cmd(
     from .commands import convert_path
 
     s = _settings(config, "convert")
+    to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
+    if len(discover(paths)[0]) > 1 and not (dry_run or check or to_dir):
+        _fail_usage(
+            f"convert writes one transcript per output, and {output or 'stdout'} would "
+            "receive several; give a folder (-o DIR/) to write one file per input"
+        )
     out = _output_options(
         s,
         output=output,
@@ -1157,8 +1163,6 @@ def convert_cmd(
         no_store=True,
         paths=paths,
     )
-    if out.output_dir is None and not (dry_run or check):
-        jobs = 1  # one stdout (or one -o file): files are written one after another
 
     def line(r: dict[str, Any]) -> str:
         to = "stdout" if r["output"] == STDIN else r["output"]

@@ -325,24 +325,38 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
     - ``--materialize``: the effective context (canonical, or ``--as openai``) instead;
     - ``--dry-run`` / ``--check``: nothing is written.
 
-    A foreign-format transcript is never appended to: it needs ``-o``.
+    A foreign-format or gzip transcript is never appended to: it needs ``-o`` (refused
+    before any planning, with ``--dry-run``/``--check`` too).
 
     Returns:
         The planner's report plus ``format``, ``changed``, ``appended``, ``skipped``,
         ``written`` (where the output went) and ``tornLine``.
 
     Raises:
-        UsageError: a foreign file without ``-o``, or ``-o`` naming the input itself.
-        InputError, WriteError, LockTimeout: from reading and writing.
+        InputError: a foreign or gzip file to be changed in place (exit 3: the other files
+            of a run are still processed), or a read failure.
+        UsageError: ``-o`` naming the input itself.
+        WriteError, LockTimeout: from writing.
     """
-    in_place = out.output is None and out.output_dir is None and path != STDIN
+    # appends to the file itself (--materialize without -o prints to stdout instead)
+    in_place = (
+        out.output is None and out.output_dir is None and path != STDIN and not out.materialize
+    )
     if in_place and not (out.dry_run or out.check) and _is_gzip(path):
-        raise UsageError(
+        raise InputError(
             "is gzip-compressed; compactctl does not append to a compressed transcript "
-            "(nothing was written). Pass -o FILE (or -o DIR/) to write the result",
+            "(nothing was written). Pass -o FILE (or -o DIR/ for many files) to write the "
+            "result",
             path=path,
         )
     fmt, events = load(path, out.fmt)
+    if in_place and fmt != "canonical":
+        raise InputError(
+            f"is {'an' if fmt[0] in 'aeio' else 'a'} {fmt} transcript; compactctl never "
+            "appends to another agent's file (nothing was written). Pass -o FILE, -o DIR/ "
+            "(many files) or -o - to write canonical JSONL with the result",
+            path=path,
+        )
     new, report = planner(events, path)
     if out.output_dir is not None:
         out = replace(out, output=os.path.join(out.output_dir, output_name(path)))
@@ -377,13 +391,6 @@ def transform_path(path: str, planner: Planner, out: OutputOptions) -> dict[str,
         result["written"] = dest
         result["appended"] = len(new)
         return result
-    if fmt != "canonical":
-        raise UsageError(
-            f"is {'an' if fmt[0] in 'aeio' else 'a'} {fmt} transcript; compactctl never "
-            "appends to another agent's file. "
-            "Pass -o FILE (or -o -) to write canonical JSONL with the result",
-            path=path,
-        )
     if new:
         done = append_events(path, new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
         result.update(
@@ -597,7 +604,16 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             return bool(store is not None and store.breaker_open(key, _time.time()))
 
         def planner(events: list[Event], p: str) -> tuple[list[Event], dict[str, Any]]:
-            plan = plan_compact(events, options, path=p, breaker_open=breaker)
+            offline = None
+            if (out.dry_run or out.check) and options.model not in (None, "extractive"):
+                # a dry run never calls (nor pays) a model: the built-in summarizer stands
+                # in, so the report shows what would be replaced and about what it saves
+                from .summarizers.extractive import ExtractiveSummarizer
+
+                offline = ExtractiveSummarizer()
+            plan = plan_compact(events, options, path=p, breaker_open=breaker, summarizer=offline)
+            if offline is not None:
+                plan.report["modelNotCalled"] = options.model
             if plan.summary_failed is not None:
                 if store is not None:
                     count = store.record_failure(plan.report["sessionKey"], p, _time.time())

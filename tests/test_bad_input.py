@@ -163,7 +163,7 @@ CASES: dict[str, Case] = {
     ),
     "gzip file": Case(
         gzip.compress(SMALL, mtime=0),
-        code=2,
+        code=3,
         appends=False,
         stderr="is gzip-compressed; compactctl does not append to a compressed transcript "
         "(nothing was written). Pass -o FILE",
@@ -430,7 +430,7 @@ def test_table_through_real_processes(tmp_path: Path) -> None:
             (line, kind) for line, kind, _ in case.findings
         ]
     r = run_cli("compact", "--force", "--no-store", "--json", *(str(p) for p, _, _ in paths))
-    assert r.returncode == 2  # the gzip file: pass -o (a usage error); the others are done
+    assert r.returncode == 3  # the gzip file could not be appended to; the others are done
     assert b"Traceback" not in r.stderr
     doc = orjson.loads(r.stdout)
     failed = {e["path"] for e in doc["totals"]["errors"]}

@@ -56,10 +56,17 @@ def test_foreign_file_is_never_appended_to(tmp_path: Path, name: str, fmt: str):
     src = tmp_path / name
     src.write_bytes((SAMPLES / name).read_bytes())
     r = run_cli("compact", "--force", str(src))
-    assert r.returncode == 2  # a usage error: the fix is to pass -o
+    assert r.returncode == 3  # this input could not be processed as asked (others would be)
     assert f"is a {fmt} transcript; compactctl never appends".encode() in r.stderr
-    assert b"-o FILE" in r.stderr
+    assert b"-o FILE, -o DIR/" in r.stderr
     assert src.read_bytes() == (SAMPLES / name).read_bytes()
+    # --check and --dry-run refuse it the same way (a CI gate must not ask for the impossible)
+    for flag in ("--check", "--dry-run"):
+        r = run_cli("compact", "--force", flag, str(src))
+        assert r.returncode == 3 and b"never appends" in r.stderr, flag
+    # printing the effective context needs no -o
+    r = run_cli("compact", "--force", "--materialize", "--no-store", str(src))
+    assert r.returncode == 0 and r.stdout.count(b"\n") > 10
 
 
 @pytest.mark.parametrize(("path", "fmt"), DOCUMENTS)
@@ -153,3 +160,14 @@ def test_convert_check_and_dry_run_write_nothing(tmp_path: Path):
     r = run_cli("convert", "--dry-run", foreign)
     assert r.returncode == 0 and r.stdout == b""
     assert b"codex-rollout -> canonical, 177 events (would write stdout)" in r.stderr
+
+
+def test_convert_never_mixes_sessions_in_one_output(tmp_path: Path):
+    a, b = (str(SAMPLES / n) for n in CONVERT_INPUTS[:2])
+    for args in ([], ["-o", str(tmp_path / "one.jsonl")], ["-o", "-"]):
+        r = run_cli("convert", *args, a, b)
+        assert r.returncode == 2 and r.stdout == b"", args
+        assert b"give a folder (-o DIR/) to write one file per input" in r.stderr
+    assert not (tmp_path / "one.jsonl").exists()
+    assert run_cli("convert", "-q", "-o", str(tmp_path), a, b).returncode == 0  # an existing dir
+    assert len(list(tmp_path.iterdir())) == 2

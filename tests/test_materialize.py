@@ -54,3 +54,25 @@ def test_openai_materialize_leaves_out_unpaired_tool_messages():
         "a2",
         "u2",
     ]
+
+
+def test_dry_run_and_check_never_call_the_model(tmp_path):
+    """A CI gate (--check) or a preview (--dry-run) must not send the transcript to a paid
+    model: the model endpoint here refuses every connection, so a call would fail the run."""
+    from .conftest import SAMPLES
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-test-not-used"}
+    common = ["compact", "--force", "--no-store", "--model", "openai/gpt-4o-mini", "--json"]
+    r = run_cli(*common, "--dry-run", str(path), env=env)
+    assert r.returncode == 0, r.stderr
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["changed"] is True and f["modelNotCalled"] == "openai/gpt-4o-mini"
+    r = run_cli(*common, "--check", str(path), env=env)
+    assert r.returncode == 1, r.stderr  # work to do, and still no model call
+    assert path.read_bytes() == (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+    # the real run does call it (and fails here, appending nothing)
+    r = run_cli(*common, str(path), env={**env, "COMPACTCTL_DEBUG": ""})
+    assert r.returncode != 0
+    assert path.read_bytes() == (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
