@@ -269,6 +269,9 @@ def bench_env(tmp: Path) -> dict[str, str]:
     env["XDG_CONFIG_HOME"] = str(tmp / "config")
     env["XDG_STATE_HOME"] = str(tmp / "state")
     env.pop("COMPACTCTL_DEBUG", None)
+    # as an installed tool runs: bytecode cached (some sandboxes set this, so every process
+    # would compile compactctl's sources again)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
