@@ -641,7 +641,9 @@ def _verb(r: dict[str, Any], done: str, would: str) -> str:
     if written is None:
         return would
     if written != r["path"]:
-        return f"(to {'stdout' if written == STDIN else written}) {done}"
+        dest = "stdout" if written == STDIN else written
+        source = "" if r["path"] == STDIN else "source unchanged; "
+        return f"({source}written to {dest}) {done}"
     return done
 
 
