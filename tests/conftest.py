@@ -12,6 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
+# Before any test module imports litellm (some do at collection): offline, its model cost
+# map must come from the bundled copy, or the import retries a download for seconds.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SAMPLES = FIXTURES / "samples"
