@@ -7,12 +7,9 @@ serial and threaded MinHash blocks, shingle chunking, and dedup below the LSH ba
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import subprocess
 import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
@@ -23,18 +20,8 @@ from compactctl.dedup import DedupOptions, plan_dedup
 from compactctl.model import event_from_dict
 from compactctl.similarity import DuplicatePair, find_duplicates, normalize
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_gen_dups() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_dups", ROOT / "bench" / "gen_dups.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen_dups = _load_gen_dups()
+from .conftest import ROOT
+from .test_similarity import gen_dups
 
 
 def _run(code: str) -> str:
