@@ -427,7 +427,9 @@ def inspect_cmd(
                 _err(f"compactctl: {exc}")
         raise typer.Exit(report.return_code)
 
-    report.keep = json_out  # the table is printed as each file finishes: keep nothing
+    report.keep = False  # each file's table or JSON entry is written as it finishes
+    doc = _JsonReport() if json_out else None
+    sums = dict.fromkeys(("events", "messages", "tokens", "effectiveTokens", "findings"), 0)
     for result in run_files(
         paths,
         functools.partial(inspect_path, options=opts),
@@ -439,15 +441,27 @@ def inspect_cmd(
     ):
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
         report.done(result, changed=bool(serious))
-        if not json_out:
+        if doc is not None:
+            doc.add(result)
+            sums["events"] += sum(result["events"].values())
+            sums["messages"] += result["messages"]
+            sums["tokens"] += result["tokens"]
+            sums["effectiveTokens"] += result["effectiveTokens"]
+            sums["findings"] += len(result["findings"])
+        else:
             from .render import inspect_table
 
             sys.stdout.write(inspect_table(result, verbose=verbose))
             sys.stdout.flush()
-    if json_out:
-        from .commands import inspect_totals
-
-        _dump_json({"files": report.results, "totals": inspect_totals(report.results, report)})
+    if doc is not None:  # the same totals as commands.inspect_totals, summed as files finish
+        doc.close(
+            {
+                "files": report.processed,
+                "failed": len(report.failures),
+                **sums,
+                "errors": [{"path": p, "message": e.message} for p, e in report.failures],
+            }
+        )
     _finish(report, "with findings", quiet, rest="clean")
 
 
@@ -575,33 +589,40 @@ def _same_path(a: str, b: str) -> bool:
         return False
 
 
-def _report_changes(
-    report: Report,
-    results: list[dict[str, Any]],
-    *,
-    json_out: bool,
-    quiet: bool,
-    line: Callable[[dict[str, Any]], str],
-) -> None:
-    """The per-file report: lines on stderr, or with ``--json`` one JSON document on stdout
-    (on stderr when stdout already carries the transcript, so the data stays parseable)."""
-    if json_out:
-        data_on_stdout = any(r.get("written") == STDIN for r in results)
-        _dump_json(
-            {
-                "files": results,
-                "totals": {
-                    "files": len(results),
-                    "changed": report.changed,
-                    "failed": len(report.failures),
-                    "errors": [{"path": p, "message": e.message} for p, e in report.failures],
-                },
-            },
-            to_stderr=data_on_stdout,
-        )
-    elif not quiet:
-        for r in results:
-            _err(line(r))
+class _JsonReport:
+    """The ``--json`` document ``{"files": [...], "totals": {...}}``, written as results
+    arrive, so a run over any number of files holds one result at a time.
+
+    The bytes equal ``orjson.dumps(doc, option=OPT_INDENT_2)`` of the whole document. It
+    goes to stdout, or to stderr when stdout carries the transcript (stdin input, ``-o -``,
+    ``--materialize`` without ``-o``), so the data stays parseable.
+    """
+
+    def __init__(self, *, to_stderr: bool = False) -> None:
+        self.stream = sys.stderr if to_stderr else sys.stdout
+        self.count = 0
+        self.stream.flush()
+        self.stream.buffer.write(b'{\n  "files": [')
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Write one file's result (input order is the caller's)."""
+        body = orjson.dumps(result, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        self.stream.buffer.write((b",\n    " if self.count else b"\n    ") + body)
+        self.count += 1
+
+    def close(self, totals: dict[str, Any]) -> None:
+        """Write ``totals`` and end the document."""
+        body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+        end = b"\n  ]" if self.count else b"]"
+        self.stream.buffer.write(end + b',\n  "totals": ' + body + b"\n}\n")
+        self.stream.flush()
+
+
+def _data_on_stdout(out: Any, paths: list[str]) -> bool:
+    """Whether a transcript-changing run writes transcript data to stdout."""
+    if out.output is not None:
+        return bool(out.output == STDIN)
+    return out.output_dir is None and (STDIN in paths or bool(out.materialize))
 
 
 def _run_transform(
@@ -617,21 +638,32 @@ def _run_transform(
     verb: str,
     line: Callable[[dict[str, Any]], str],
     dry: bool = False,
+    data_on_stdout: bool = False,
 ) -> None:
     """Run a transcript-changing command over PATHS, report, and exit with the code.
 
-    Without ``--json`` each file's line is printed as it finishes and no result is kept, so
-    memory stays flat however many files there are.
+    Each file's line (or, with ``--json``, its entry of the JSON document) is written as it
+    finishes and no result is kept, so memory stays flat however many files there are.
     """
-    report = Report(check=check, keep=json_out)
+    report = Report(check=check, keep=False)
+    doc = _JsonReport(to_stderr=data_on_stdout) if json_out else None
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=desc
     ):
         report.done(result, changed=result["changed"])
-        if not json_out and not quiet:
+        if doc is not None:
+            doc.add(result)
+        elif not quiet:
             _err(line(result))
-    if json_out:
-        _report_changes(report, report.results, json_out=True, quiet=quiet, line=line)
+    if doc is not None:
+        doc.close(
+            {
+                "files": report.processed,
+                "changed": report.changed,
+                "failed": len(report.failures),
+                "errors": [{"path": p, "message": e.message} for p, e in report.failures],
+            }
+        )
     _finish(report, f"would be {verb}" if dry else verb, quiet)
 
 
@@ -855,6 +887,7 @@ def compact_cmd(
         desc="compact",
         verb="compacted",
         line=_compact_line,
+        data_on_stdout=_data_on_stdout(out, paths),
     )
 
 
@@ -982,6 +1015,7 @@ def rules_cmd(
         desc="rules",
         verb="changed by rules",
         line=_rules_line,
+        data_on_stdout=_data_on_stdout(out, paths),
     )
 
 
@@ -1080,6 +1114,7 @@ def dedup_cmd(
         desc="dedup",
         verb="deduplicated",
         line=_dedup_line,
+        data_on_stdout=_data_on_stdout(out, paths),
     )
 
 
@@ -1184,6 +1219,7 @@ def convert_cmd(
         desc="convert",
         verb="converted",
         line=line,
+        data_on_stdout=_data_on_stdout(out, paths),
     )
 
 
@@ -1278,4 +1314,5 @@ def tiers_cmd(
         desc="tiers",
         verb="tiered",
         line=_tiers_line,
+        data_on_stdout=_data_on_stdout(out, paths),
     )

@@ -76,3 +76,38 @@ def test_dry_run_and_check_never_call_the_model(tmp_path):
     r = run_cli(*common, str(path), env={**env, "COMPACTCTL_DEBUG": ""})
     assert r.returncode != 0
     assert path.read_bytes() == (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+
+
+def test_json_report_is_streamed_as_one_document(tmp_path):
+    """``--json`` is written file by file, yet is byte for byte the indented document a
+    single ``orjson.dumps`` would give: for inspect and for a changing command, with files,
+    with a failure, and with none."""
+    from .conftest import SAMPLES
+
+    for i in range(3):
+        (tmp_path / f"s{i}.jsonl").write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    (tmp_path / "bad.jsonl").write_bytes((SAMPLES / "small-s1.claude-code.jsonl").read_bytes())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    runs = [
+        ("inspect", "--estimate", "--json", "--jobs", "2", str(tmp_path)),
+        ("rules", "--no-store", "--json", "--jobs", "2", str(tmp_path)),
+        ("inspect", "--json", str(empty)),
+        ("rules", "--json", str(empty)),
+    ]
+    for args in runs:
+        r = run_cli(*args)
+        doc = orjson.loads(r.stdout)
+        assert r.stdout == orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", args
+    doc = orjson.loads(run_cli(*runs[1]).stdout)  # second rules run: nothing left to do
+    assert [f["path"] for f in doc["files"]] == [str(tmp_path / f"s{i}.jsonl") for i in range(3)]
+    assert doc["totals"]["files"] == 3 and doc["totals"]["failed"] == 1
+    assert doc["totals"]["errors"][0]["path"] == str(tmp_path / "bad.jsonl")
+    inspect = orjson.loads(run_cli(*runs[0]).stdout)
+    assert inspect["totals"]["messages"] == sum(f["messages"] for f in inspect["files"])
+    assert inspect["totals"]["events"] == sum(sum(f["events"].values()) for f in inspect["files"])
+    # stdin through a changing command: the transcript on stdout, the report on stderr
+    data = (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+    r = run_cli("rules", "--no-store", "--json", "-", input=data)
+    assert r.stdout.startswith(data)
+    assert orjson.loads(r.stderr.split(b"\n}\n")[0] + b"\n}")["totals"]["files"] == 1
