@@ -397,7 +397,7 @@ def inspect_cmd(
 
     Writes nothing. The table (or --json) goes to stdout.
     """
-    from .commands import InspectOptions, effective_lines, inspect_path
+    from .commands import InspectOptions, InspectTotals, effective_lines, inspect_path
     from .files import write_output
 
     settings = _settings(config, "inspect")
@@ -427,9 +427,8 @@ def inspect_cmd(
                 _err(f"compactctl: {exc}")
         raise typer.Exit(report.return_code)
 
-    report.keep = False  # each file's table or JSON entry is written as it finishes
     doc = _JsonReport() if json_out else None
-    sums = dict.fromkeys(("events", "messages", "tokens", "effectiveTokens", "findings"), 0)
+    totals = InspectTotals()
     for result in run_files(
         paths,
         functools.partial(inspect_path, options=opts),
@@ -443,25 +442,14 @@ def inspect_cmd(
         report.done(result, changed=bool(serious))
         if doc is not None:
             doc.add(result)
-            sums["events"] += sum(result["events"].values())
-            sums["messages"] += result["messages"]
-            sums["tokens"] += result["tokens"]
-            sums["effectiveTokens"] += result["effectiveTokens"]
-            sums["findings"] += len(result["findings"])
+            totals.add(result)
         else:
             from .render import inspect_table
 
             sys.stdout.write(inspect_table(result, verbose=verbose))
             sys.stdout.flush()
-    if doc is not None:  # the same totals as commands.inspect_totals, summed as files finish
-        doc.close(
-            {
-                "files": report.processed,
-                "failed": len(report.failures),
-                **sums,
-                "errors": [{"path": p, "message": e.message} for p, e in report.failures],
-            }
-        )
+    if doc is not None:
+        doc.close(totals.as_dict(report))
     _finish(report, "with findings", quiet, rest="clean")
 
 
@@ -645,7 +633,7 @@ def _run_transform(
     Each file's line (or, with ``--json``, its entry of the JSON document) is written as it
     finishes and no result is kept, so memory stays flat however many files there are.
     """
-    report = Report(check=check, keep=False)
+    report = Report(check=check)
     doc = _JsonReport(to_stderr=data_on_stdout) if json_out else None
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=desc

@@ -31,7 +31,7 @@ __all__ = [
     "convert_path",
     "effective_lines",
     "inspect_path",
-    "inspect_totals",
+    "InspectTotals",
     "load",
 ]
 
@@ -233,18 +233,33 @@ def effective_lines(
     return dump_events(replay(events, tier=tier))
 
 
-def inspect_totals(results: list[dict[str, Any]], report: Report) -> dict[str, Any]:
-    """Totals over the per-file inspect results (``totals`` of ``inspect --json``)."""
-    return {
-        "files": len(results),
-        "failed": len(report.failures),
-        "events": sum(sum(r["events"].values()) for r in results),
-        "messages": sum(r["messages"] for r in results),
-        "tokens": sum(r["tokens"] for r in results),
-        "effectiveTokens": sum(r["effectiveTokens"] for r in results),
-        "findings": sum(len(r["findings"]) for r in results),
-        "errors": [{"path": p, "message": e.message} for p, e in report.failures],
-    }
+class InspectTotals:
+    """``totals`` of ``inspect --json``, summed as each file's result arrives (no result is
+    kept, so a run over any number of files holds one at a time)."""
+
+    def __init__(self) -> None:
+        self.files = 0
+        self.sums = dict.fromkeys(("events", "messages", "tokens", "effectiveTokens"), 0)
+        self.findings = 0
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Count one :func:`inspect_path` result."""
+        self.files += 1
+        self.sums["events"] += sum(result["events"].values())
+        for key in ("messages", "tokens", "effectiveTokens"):
+            self.sums[key] += result[key]
+        self.findings += len(result["findings"])
+
+    def as_dict(self, report: Report) -> dict[str, Any]:
+        """``{"files", "failed", "events", "messages", "tokens", "effectiveTokens",
+        "findings", "errors"}``; failures come from ``report``."""
+        return {
+            "files": self.files,
+            "failed": len(report.failures),
+            **self.sums,
+            "findings": self.findings,
+            "errors": [{"path": p, "message": e.message} for p, e in report.failures],
+        }
 
 
 @dataclass(frozen=True)

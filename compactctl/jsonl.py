@@ -21,26 +21,12 @@ __all__ = [
     "BOM",
     "assign_turns",
     "dump_events",
-    "iter_lines",
     "parse_line",
     "read_bytes",
     "read_stream",
 ]
 
 BOM = b"\xef\xbb\xbf"
-
-
-def iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """Yield ``(line_number, line_bytes, terminated)`` for each line of a binary stream.
-
-    ``line_bytes`` excludes the ``\\n``; ``terminated`` is False only for a last line that
-    has no ``\\n`` (a torn line). Line numbers start at 1. Memory: one line at a time.
-    """
-    for number, chunk in enumerate(stream, 1):  # binary iteration splits on b"\n" only
-        if chunk.endswith(b"\n"):
-            yield number, chunk[:-1], True
-        else:
-            yield number, chunk, False
 
 
 def parse_line(raw: bytes, line: int | None = None) -> Event:

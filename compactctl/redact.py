@@ -60,10 +60,11 @@ _LOWER_HINTS: dict[str, tuple[str, ...]] = {
 }
 """The same for the case-insensitive patterns, tested on the lower-cased text."""
 
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-"""Letters that a case-insensitive ``re`` pattern matches as ASCII letters but ``str.lower``
-does not turn into them (İ and ı as i, long s ſ as s, the Kelvin sign as k): a text holding
-one skips the lower-case shortcut, so ``paſſword=...`` is redacted as the regex alone would."""
+FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f")
+"""The characters that a case-insensitive ``re`` pattern matches as an ASCII letter but
+``str.lower`` does not turn into one (İ and ı as i, the long s ſ as s; the Kelvin sign
+lower-cases to k). A text holding one must skip any "literal in text.lower()" prefilter;
+redaction and the extractive summarizer's exit-code scan both do."""
 
 
 def redact(text: str) -> str:
@@ -84,7 +85,7 @@ def redact(text: str) -> str:
                 continue
         else:
             if lowered is None:
-                folds = not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII)
+                folds = not text.isascii() and any(c in text for c in FOLDS_TO_ASCII)
                 lowered = "" if folds else text.lower()
             if lowered and not any(h in lowered for h in _LOWER_HINTS[kind]):
                 continue

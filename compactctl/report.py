@@ -21,25 +21,18 @@ class Report:
 
     Attributes:
         check: ``--check`` mode: files that would change make the exit code 1.
-        keep: keep every result dict (``--json`` needs them all); otherwise only counts are
-            kept, so memory stays flat over thousands of files.
-        results: per-file result dicts, in input order (empty unless ``keep``).
         processed: files processed.
         failures: ``(path, error)`` for each file that could not be processed.
         changed: files that were (or, with --check/--dry-run, would be) changed.
     """
 
     check: bool = False
-    keep: bool = True
-    results: list[dict[str, Any]] = field(default_factory=list)
     processed: int = 0
     failures: list[tuple[str, CompactError]] = field(default_factory=list)
     changed: int = 0
 
     def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
         """Record a processed file and whether it changed (or would change)."""
-        if self.keep:
-            self.results.append(result)
         self.processed += 1
         self.changed += int(changed)
 

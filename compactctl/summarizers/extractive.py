@@ -74,6 +74,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from compactctl.redact import FOLDS_TO_ASCII
 from compactctl.summarizers import SummaryRequest, SummaryResult
 from compactctl.summary_format import (
     DISPLAY_SECTIONS,
@@ -640,10 +641,9 @@ _RETURN_PHRASES = ("return code", "returncode")
 """Lower-cased literals one of which every :data:`_EXIT_RE` match contains (those of
 ``_EXIT_PHRASES`` hold ``exit``, those of ``_RETURN_PHRASES`` hold ``return``)."""
 
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f")
-"""The non-ASCII characters that ``re.IGNORECASE`` matches to a letter of the phrases above
-but that ``str.lower`` does not turn into it (İ, ı and ſ match ``i``, ``i`` and ``s``); a
-text holding one skips the literal prefilter."""
+_FOLDS_TO_ASCII = FOLDS_TO_ASCII
+"""A text holding one of these skips the literal prefilter (see
+:data:`compactctl.redact.FOLDS_TO_ASCII`)."""
 
 
 def _may_report_exit(text: str) -> bool:
