@@ -157,7 +157,8 @@ def _apply_summary(view: View, event: SummaryEvent, tier: str | None) -> View:
     placed = False
     for m in view:
         uuid = m.uuid
-        gone = uuid in replaced or m.data.get("summaryOf") in replaced
+        of = m.data.get("summaryOf")  # any JSON value in a hand-edited log: only a str names one
+        gone = uuid in replaced or (isinstance(of, str) and of in replaced)
         if not gone and hit_blocks and uuid in blocks:
             gone = blocks[uuid] in hit_blocks
         if gone:

@@ -162,3 +162,17 @@ def test_micro_event_elides_old_output():
     # 500 chars, newlines at 5k+4. Head 100 -> cut at the newline at 99; tail 50 -> from 450,
     # moved past the newline at 454 to 455; removed 455 - 99 = 356 chars.
     assert m.content == text[:99] + "\n[... 356 chars elided ...]\n" + text[455:]
+
+
+def test_a_message_whose_summary_of_is_not_a_string_is_kept():
+    """``summaryOf`` holding a list or object (a hand-edited log) once raised TypeError
+    (unhashable) in replay, so inspect and compact failed on the whole file."""
+    odd = event_from_dict(
+        {"type": "message", "uuid": "x1", "role": "user", "content": "odd", "summaryOf": ["s1"]}
+    )
+    log = [
+        _m("u1", "user", "one"),
+        odd,
+        event_from_dict({"type": "summary", "uuid": "s1", "replaces": ["u1"], "summaryText": "S1"}),
+    ]
+    assert [(m.uuid, m.content) for m in replay(log)] == [("s1", "S1"), ("x1", "odd")]
