@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 from .model import BadLine, CompactEvent, Event, Message, SessionEvent, SummaryEvent
 from .replay import known_modes, replay
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, context_window_for, message_payload
 
-__all__ = ["Finding", "find_problems", "inspect_events", "prompt_tokens"]
+__all__ = [
+    "Finding",
+    "bad_line_finding",
+    "effective_context",
+    "find_problems",
+    "history_entry",
+    "inspect_events",
+    "prompt_tokens",
+    "prompt_total",
+    "reduction_findings",
+    "tool_row",
+]
 
 Finding = dict[str, Any]
 """``{"line": int | None, "kind": str, "message": str}``."""
@@ -57,10 +68,7 @@ def find_problems(events: list[Event]) -> list[Finding]:
     modes = set(known_modes())
     for e in events:
         if isinstance(e, BadLine):
-            msg = _BAD_LINE_MESSAGES.get(e.problem, e.problem)
-            if e.detail and e.problem in {"malformed", "invalid-utf8", "not-object"}:
-                msg = f"{msg}: {e.detail}"
-            findings.append({"line": e.line, "kind": e.problem, "message": msg})
+            findings.append(bad_line_finding(e))
             continue
         if e.line == 1 and e.raw is not None and e.raw.startswith(b"\xef\xbb\xbf"):
             findings.append(
@@ -103,35 +111,8 @@ def find_problems(events: list[Event]) -> list[Finding]:
                     )
                 else:
                     answered.add(cid)
-        elif isinstance(e, SummaryEvent):
-            unknown = [u for u in e.replaces if u not in seen]
-            if unknown:
-                findings.append(
-                    {
-                        "line": e.line,
-                        "kind": "unknown-replaces",
-                        "message": f"replaces {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
-                    }
-                )
-        elif isinstance(e, CompactEvent):
-            if e.mode not in modes:
-                findings.append(
-                    {
-                        "line": e.line,
-                        "kind": "unknown-mode",
-                        "message": f"compact mode {e.mode!r} is not known to this version "
-                        "(kept, not applied)",
-                    }
-                )
-            unknown = [u for u in e.targets if u not in seen]
-            if unknown:
-                findings.append(
-                    {
-                        "line": e.line,
-                        "kind": "unknown-target",
-                        "message": f"targets {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
-                    }
-                )
+        elif isinstance(e, (SummaryEvent, CompactEvent)):
+            findings.extend(reduction_findings(e, seen, modes))
     for cid, e in calls.items():
         if cid not in answered:
             findings.append(
@@ -145,7 +126,95 @@ def find_problems(events: list[Event]) -> list[Finding]:
     return findings
 
 
-def _history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
+def bad_line_finding(e: BadLine) -> Finding:
+    """The finding for a line that is not a usable JSON object (kind: its ``problem``).
+
+    >>> bad_line_finding(BadLine(b"", 4, "blank", "blank line"))
+    {'line': 4, 'kind': 'blank', 'message': 'blank line (kept, ignored)'}
+    """
+    msg = _BAD_LINE_MESSAGES.get(e.problem, e.problem)
+    if e.detail and e.problem in {"malformed", "invalid-utf8", "not-object"}:
+        msg = f"{msg}: {e.detail}"
+    return {"line": e.line, "kind": e.problem, "message": msg}
+
+
+def reduction_findings(
+    e: SummaryEvent | CompactEvent, seen: Container[str], modes: Container[str]
+) -> list[Finding]:
+    """Findings of a summary or compact event: ``unknown-replaces`` (a summary),
+    ``unknown-mode`` and ``unknown-target`` (a compact event), in that order.
+
+    Args:
+        e: the event.
+        seen: the uuids of the events before it (and its own).
+        modes: the compact modes replay can apply (:func:`~compactctl.replay.known_modes`).
+    """
+    findings: list[Finding] = []
+    if isinstance(e, SummaryEvent):
+        unknown = [u for u in e.replaces if u not in seen]
+        if unknown:
+            findings.append(
+                {
+                    "line": e.line,
+                    "kind": "unknown-replaces",
+                    "message": f"replaces {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
+                }
+            )
+        return findings
+    if e.mode not in modes:
+        findings.append(
+            {
+                "line": e.line,
+                "kind": "unknown-mode",
+                "message": f"compact mode {e.mode!r} is not known to this version "
+                "(kept, not applied)",
+            }
+        )
+    unknown = [u for u in e.targets if u not in seen]
+    if unknown:
+        findings.append(
+            {
+                "line": e.line,
+                "kind": "unknown-target",
+                "message": f"targets {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
+            }
+        )
+    return findings
+
+
+def effective_context(
+    log: Iterable[Event],
+    messages: list[Message],
+    counts: list[int],
+    counter: TokenCounter,
+    tier: str | None,
+) -> tuple[int, int]:
+    """``(effectiveTokens, effectiveMessages)``: the prompt estimate (tokens) and the length
+    of the effective context replayed from ``log``.
+
+    Args:
+        log: the events in file order (replay reads messages, compact and summary events).
+        messages: the log's messages, the objects ``log`` holds, in order.
+        counts: the payload tokens of ``messages`` (reused for the messages replay keeps;
+            the others are counted with ``counter``).
+        counter: the token counter.
+        tier: the summary tier to show (``None``: the selected one).
+    """
+    view = replay(log, tier=tier)
+    # the view's unchanged messages are the input objects: reuse their counts
+    known = {id(m): n for m, n in zip(messages, counts, strict=True)}
+    changed = [m for m in view if id(m) not in known]
+    changed_counts = counter.count_many([message_payload(m.data) for m in changed])
+    known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
+    return _prompt_sum([known[id(m)] for m in view]), len(view)
+
+
+def history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
+    """The ``history`` item of ``inspect --json`` for a compact or summary event:
+    ``{"line", "type", "uuid", "mode", "targets"}`` (compact; ``targets`` a count) or
+    ``{"line", "type", "uuid", "format", "model", "triggerMode", "replaces", "tiers"}``
+    (summary; ``replaces`` a count, ``tiers`` the tier names), then ``stats`` when recorded
+    and ``timestamp``."""
     entry: dict[str, Any] = {"line": e.line, "type": e.type, "uuid": e.uuid}
     if isinstance(e, CompactEvent):
         entry["mode"] = e.mode
@@ -241,13 +310,13 @@ def inspect_events(
                     tool_of_call[cid] = name
                 t = by_tool.get(name)
                 if t is None:
-                    t = by_tool[name] = _tool_row()
+                    t = by_tool[name] = tool_row()
                 t["calls"] += 1
         if role == "tool":
             name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "?")
             t = by_tool.get(name)
             if t is None:
-                t = by_tool[name] = _tool_row()
+                t = by_tool[name] = tool_row()
             t["results"] += 1
             t["errors"] += int(m.is_error)
             t["bytes"] += size
@@ -278,12 +347,7 @@ def inspect_events(
             }
         )
     groups = {h: c for h, c in dup_hashes.items() if c > 1}
-    view = replay(log, tier=tier)
-    # the view's unchanged messages are the input objects: reuse their counts
-    known = {id(m): n for m, n in zip(messages, counts, strict=True)}
-    changed = [m for m in view if id(m) not in known]
-    changed_counts = counter.count_many([message_payload(m.data) for m in changed])
-    known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
+    effective_tokens, effective_messages = effective_context(log, messages, counts, counter, tier)
     turns = max((m.turn or 0 for m in messages), default=0)
     return {
         "path": path,
@@ -298,8 +362,8 @@ def inspect_events(
         "byRole": dict(sorted(by_role.items())),
         "byTool": dict(sorted(by_tool.items())),
         "tokens": _prompt_sum(counts),
-        "effectiveTokens": _prompt_sum([known[id(m)] for m in view]),
-        "effectiveMessages": len(view),
+        "effectiveTokens": effective_tokens,
+        "effectiveMessages": effective_messages,
         "largestToolOutputs": largest,
         "duplicates": {
             "exactToolOutputGroups": len(groups),
@@ -307,17 +371,27 @@ def inspect_events(
             "redundantBytes": sum((c - 1) * dup_bytes[h] for h, c in groups.items()),
             "sourceDuplicateBytes": foreign_dup_bytes,
         },
-        "history": [_history_entry(e) for e in log if isinstance(e, (CompactEvent, SummaryEvent))],
+        "history": [history_entry(e) for e in log if isinstance(e, (CompactEvent, SummaryEvent))],
         "findings": find_problems(log),
     }
 
 
 def _prompt_sum(counts: list[int]) -> int:
     """:func:`prompt_tokens` from the payload counts of the messages."""
-    if not counts:
+    return prompt_total(sum(counts), len(counts))
+
+
+def prompt_total(payload_tokens: int, messages: int) -> int:
+    """:func:`prompt_tokens` from the payload tokens of ``messages`` messages, summed (tokens).
+
+    >>> prompt_total(0, 0), prompt_total(10, 2)
+    (0, 19)
+    """
+    if not messages:
         return 0
-    return sum(counts) + MESSAGE_OVERHEAD * len(counts) + REPLY_PRIMING
+    return payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING
 
 
-def _tool_row() -> dict[str, int]:
+def tool_row() -> dict[str, int]:
+    """A zeroed ``byTool`` row: calls, results, errors (counts), bytes, chars, tokens."""
     return {"calls": 0, "results": 0, "errors": 0, "bytes": 0, "chars": 0, "tokens": 0}

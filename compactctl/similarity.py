@@ -79,13 +79,16 @@ _FMIX64_C2 = 0xC4CEB9FE1A85EC53
 # datasketch "affine32" scheme: input hashes are pre-mixed with MurmurHash3 fmix32.
 _FMIX32_C1 = 0x85EBCA6B
 _FMIX32_C2 = 0xC2B2AE35
-# Shingles per MinHash block: 8192 x 128 permutations x 4 bytes = 4 MiB scratch per thread.
-_BLOCK_ROWS = 1 << 13
+# Shingles per MinHash block: 2048 x 128 permutations x 4 bytes = 1 MiB scratch per thread.
+# (8192 took 4 MiB, which stayed in the heap as RSS, for no speed gain: measured on the
+# 11 MB bench session, 0.55 s either way.)
+_BLOCK_ROWS = 1 << 11
 # Shingles from which MinHash blocks run on two threads. Below, one thread is as fast (numpy
 # calls are short) and the process keeps no second malloc arena (about 8 MB of RSS).
 _THREADED_ROWS = 1 << 20
-# Characters of text tokenized at once: bounds scratch memory (about 20 bytes per char).
-_CHUNK_CHARS = 1 << 20
+# Characters of text tokenized at once: bounds scratch memory (about 15 bytes per char,
+# measured with tracemalloc: 14.9 MB for 1 Mi chars, 2 MB for 128 Ki; same speed).
+_CHUNK_CHARS = 1 << 17
 # FNV-1a 64-bit parameters.
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -116,6 +119,7 @@ _CJK = (
     "\U00020000-\U0003134f"
 )
 _CJK_RE = re.compile(f"[{_CJK}]")
+_SPACE_RE = re.compile(r"\s")
 
 Kind = Literal["exact", "near"]
 
@@ -151,7 +155,22 @@ def normalize(text: str) -> str:
     """
     if "\x1b" in text or "\x9b" in text:
         text = _ANSI_RE.sub("", text)
-    return " ".join(text.lower().split())
+    text = text.lower()
+    if len(text) <= _CHUNK_CHARS:
+        return " ".join(text.split())
+    # The same, about _CHUNK_CHARS chars at a time, cut at whitespace (``\s`` is exactly
+    # ``str.isspace``, the whitespace of ``str.split``): a list of all the words would take
+    # about 60 bytes per word (40 MB for a 5 MB text).
+    parts: list[str] = []
+    at, n = 0, len(text)
+    while at < n:
+        space = _SPACE_RE.search(text, min(at + _CHUNK_CHARS, n))
+        cut = space.start() if space is not None else n
+        part = " ".join(text[at:cut].split())
+        if part:
+            parts.append(part)
+        at = cut + 1
+    return " ".join(parts)
 
 
 def _spaced(normalized: str) -> str:
@@ -314,7 +333,8 @@ def find_duplicates(
     shingled; then 8 bytes per word for shingle hashes (numpy paths), held until the
     MinHashes of ``4 * num_perm`` bytes per representative are built; then the sorted
     distinct shingles of the texts that share an LSH band, plus the LSH index. Scratch
-    memory stays under about 25 MB. Time is about linear in total words: 100,000 texts of
+    memory stays under about 5 MB, plus about 15 bytes per char of the longest text (a
+    text is never split). Time is about linear in total words: 100,000 texts of
     200-2,000 chars (120 MB) take about 8 s of CPU, 20,000 about 1.5 s. The worst case is
     quadratic: thousands of texts all about half-similar (J ~0.3-0.6) to each other but not
     duplicates, so that every query returns most survivors.
@@ -419,7 +439,8 @@ def _shingle_arrays(
 
     Returns ``(grams, offsets)``: the shingles of text i (with repeats, unsorted) are
     ``grams[offsets[i]:offsets[i + 1]]``. Every non-empty text has at least one. Texts are
-    processed in chunks of about ``_CHUNK_CHARS`` characters to bound scratch memory. With
+    processed in chunks of about ``_CHUNK_CHARS`` characters to bound scratch memory; a
+    longer text on its own, piece by piece (:func:`_long_text_grams`). With
     ``release`` (``texts`` must then be a list), each text is replaced by ``""`` once hashed,
     so that the texts (when the list holds their last reference) and the shingles do not
     take memory together.
@@ -430,8 +451,16 @@ def _shingle_arrays(
     counts: list[I64] = []
     start = 0
     while start < len(texts):
+        if len(texts[start]) > _CHUNK_CHARS:
+            grams = _long_text_grams(texts[start], k)
+            if release:
+                texts[start] = ""  # type: ignore[index]
+            parts.append(grams)
+            counts.append(np.array([len(grams)], dtype=np.int64))
+            start += 1
+            continue
         end, size = start, 0
-        while end < len(texts) and size < _CHUNK_CHARS:
+        while end < len(texts) and size < _CHUNK_CHARS and len(texts[end]) <= _CHUNK_CHARS:
             size += len(texts[end]) + 1
             end += 1
         words, n_words = _word_hashes(texts[start:end])
@@ -454,6 +483,42 @@ def _shingle_arrays(
         grams[at : at + len(part)] = part
         at += len(part)
     return grams, offsets
+
+
+def _long_text_grams(text: str, k: int) -> U64:
+    """The shingles of one long *normalized* text, the same array :func:`_grams` gives.
+
+    Its words are hashed ``_CHUNK_CHARS`` characters at a time, in pieces cut at spaces (so
+    each piece holds whole words; a word longer than that makes its piece longer), and its
+    k-grams are computed from the word hashes in slices, each with the ``k - 1`` words
+    before the next. Memory: the scratch of one piece, plus 8 bytes per word for the word
+    hashes and 8 for the shingles (measured: a 5.4 MB text costs about 15 MB, not the
+    75 MB of hashing it whole, about 15 bytes per char).
+    """
+    import numpy as np
+
+    pieces: list[U64] = []
+    at, n = 0, len(text)
+    while at < n:
+        cut = text.rfind(" ", at, at + _CHUNK_CHARS) if at + _CHUNK_CHARS < n else n
+        if cut <= at:  # no space in the window: cut after the long word
+            cut = text.find(" ", at + _CHUNK_CHARS)
+            cut = n if cut < 0 else cut
+        words, _ = _word_hashes([text[at:cut]])
+        pieces.append(words)
+        at = cut + 1  # the text is normalized: one space between words
+    tok = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint64)
+    del pieces
+    if len(tok) < k:
+        return _grams(tok, np.array([len(tok)], dtype=np.int64), k)[0]
+    n_pos = len(tok) - k + 1
+    grams = np.empty(n_pos, dtype=np.uint64)
+    step = max(1, _CHUNK_CHARS // 4)  # k-grams per slice: about 40 bytes of scratch each
+    for first in range(0, n_pos, step):
+        last = min(first + step, n_pos)
+        window = tok[first : last + k - 1]
+        grams[first:last] = _grams(window, np.array([len(window)], dtype=np.int64), k)[0]
+    return grams
 
 
 def _word_hashes(texts: Sequence[str]) -> tuple[U64, I64]:
@@ -484,8 +549,11 @@ def _word_hashes(texts: Sequence[str]) -> tuple[U64, I64]:
     order = np.argsort(key, kind="stable")[::-1]
     first = starts[order]
     by_len = lengths[order]
-    # running[t] = number of words longer than t bytes (a prefix of `order`).
-    running = np.searchsorted(-by_len, -np.arange(int(by_len[0])), side="left").tolist()
+    # running[t] = number of words longer than t bytes (a prefix of `order`), for t up to
+    # the length of the (_FEW_WORDS + 1)-th longest word, where the loop below stops: not
+    # up to the longest (a base64 blob of a million chars would take a 24 MB scratch).
+    stop = int(by_len[_FEW_WORDS]) + 1 if len(by_len) > _FEW_WORDS else 1
+    running = np.searchsorted(-by_len, -np.arange(stop), side="left").tolist()
     h = np.full(len(order), _FNV_OFFSET, dtype=np.uint64)
     prime = np.uint64(_FNV_PRIME)
     for t, m in enumerate(running):
@@ -797,7 +865,7 @@ def _minhash_matrix(grams: U64, offsets: I64, num_perm: int, seed: int) -> U32:
     of shingles over all texts at once (numpy releases the GIL, so from ``_THREADED_ROWS``
     shingles two threads use two cores). The result is the transpose of a C-order
     (num_perm, texts) array, not a copy: each permutation's values are contiguous. Scratch
-    memory: about 4 MB per block in flight.
+    memory: about 1 MB per block in flight.
     """
     import numpy as np
 

@@ -16,26 +16,40 @@ TEXTS = [
 ]
 
 
+def _forget_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No encoding loaded in this process, by compactctl or in tiktoken's registry."""
+    import tiktoken.registry
+
+    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+
+
+def _tiktoken_reference(name: str):
+    """tiktoken's own Encoding, built apart from compactctl's (not from the registry)."""
+    import tiktoken
+    from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
+
+    return tiktoken.Encoding(**ENCODING_CONSTRUCTORS[name]())
+
+
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """An empty cache folder and no encoding loaded in this process yet."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    _forget_loaded(monkeypatch)
     tokens.ensure_offline_encodings()
     return tmp_path / "compactctl"
 
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_cached_encoding_counts_as_tiktoken(fresh: Path, monkeypatch: pytest.MonkeyPatch, name):
-    import tiktoken
-
     first = tokens.load_encoding(name)  # through tiktoken; writes the cache
     files = list(fresh.glob(f"tiktoken-{name}-*.marshal"))
     assert len(files) == 1
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    _forget_loaded(monkeypatch)
     second = tokens.load_encoding(name)  # from the cache file
     assert second is not first
-    reference = tiktoken.get_encoding(name)
+    reference = _tiktoken_reference(name)
     for text in TEXTS:
         want = reference.encode_ordinary(text)
         assert first.encode_ordinary(text) == want
@@ -53,7 +67,7 @@ def test_damaged_cache_is_ignored_and_rewritten(fresh: Path, monkeypatch: pytest
     flipped[-10] ^= 0xFF  # one byte changed: the digest no longer matches
     path.write_bytes(bytes(flipped))
     assert tokens._read_encoding_cache(path) is None
-    monkeypatch.setattr(tokens, "_ENCODINGS", {})
+    _forget_loaded(monkeypatch)
     enc = tokens.load_encoding("cl100k_base")
     assert enc.encode_ordinary("hello world") == [15339, 1917]
     assert path.read_bytes() == good  # rewritten whole
@@ -64,3 +78,44 @@ def test_unwritable_cache_folder_is_no_error(fresh: Path, monkeypatch: pytest.Mo
     fresh.write_text("a file where the folder should be")
     enc = tokens.load_encoding("cl100k_base")
     assert enc.encode_ordinary("hello world") == [15339, 1917]
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_loaded_encoding_drops_its_python_ranks_and_pickles_by_name(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch, cached: bool
+):
+    import pickle
+
+    import tiktoken
+
+    if cached:  # the second load reads the marshal cache the first one wrote
+        tokens.load_encoding("cl100k_base")
+        _forget_loaded(monkeypatch)
+    enc = tokens.load_encoding("cl100k_base")
+    assert not hasattr(enc, "_mergeable_ranks")  # the dict of 100,256 bytes -> rank is gone
+    assert tiktoken.get_encoding("cl100k_base") is enc  # registered: no second load
+    blob = pickle.dumps(enc)
+    assert len(blob) < 100  # by name, not the ranks
+    again = pickle.loads(blob)
+    assert again.encode_ordinary("hello world") == [15339, 1917]
+    assert again.n_vocab == enc.n_vocab == 100277
+
+
+def test_an_encoding_tiktoken_already_loaded_is_reused(fresh: Path):
+    import tiktoken
+
+    theirs = tiktoken.get_encoding("cl100k_base")
+    assert tokens.load_encoding("cl100k_base") is theirs
+    assert not list(fresh.glob("*.marshal"))  # nothing loaded, nothing cached
+
+
+def test_token_counter_load_is_early_and_estimate_loads_nothing(fresh: Path):
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    assert counter._enc is tokens.load_encoding("cl100k_base")
+    assert counter.count("hello world") == 2
+    estimate = tokens.TokenCounter("estimate")
+    estimate.load()
+    assert estimate._enc is None and estimate.count("abcdefgh") == 2
+    with pytest.raises(ValueError, match="not available offline"):
+        tokens.TokenCounter("no_such_encoding").load()
