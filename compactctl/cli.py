@@ -201,12 +201,13 @@ def run_files(
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
     Each file runs in its own ``try`` (STYLE.md habit 6). With more than one file and
-    ``jobs > 1``, files run in a process pool, at most ``max(64, 4 * jobs)`` in flight;
-    results come back in input order. The window is wide so that one large file at the head
+    ``jobs > 1``, files run in a process pool, a window of ``max(64, 4 * jobs)`` files at a
+    time (the next window is queued while this one is collected), largest file first within
+    a window; results come back in input order. The window is wide so that one large file
     does not leave the other workers idle, and fixed so that the parent's memory does not
-    grow with the number of files (a finished result waits at most for the files before
-    it in the window). ``trim``: give the heap back after each session of at least
-    :data:`TRIM_MIN_BYTES` (for workers that hold a session's events; ``inspect`` does not).
+    grow with the number of files (at most two windows of results are held). ``trim``: give
+    the heap back after each session of at least :data:`TRIM_MIN_BYTES` (for workers that
+    hold a session's events; ``inspect`` does not).
     """
     files = _discover(paths, report)
     n = _jobs(settings, jobs, len(files))
@@ -215,23 +216,28 @@ def run_files(
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
         if n > 1 and STDIN not in files:
-            from collections import deque
-            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import Future, ProcessPoolExecutor
 
-            # a fixed window of files in flight, results in input order: memory stays flat
             window = max(64, 4 * n)
             with ProcessPoolExecutor(max_workers=n) as pool:
-                pending: deque[tuple[str, Any]] = deque()
-                todo = iter(files)
-                for f in todo:
-                    pending.append((f, pool.submit(_guarded, worker, f, debug, trim)))
-                    if len(pending) >= window:
-                        break
-                while pending:
-                    f, fut = pending.popleft()
-                    nxt = next(todo, None)
-                    if nxt is not None:
-                        pending.append((nxt, pool.submit(_guarded, worker, nxt, debug, trim)))
+
+                def submit(chunk: list[str]) -> list[tuple[str, Future[Any]]]:
+                    # largest first within the window, so that a large file late in it does
+                    # not leave the other workers idle at the end (LPT scheduling)
+                    order = sorted(range(len(chunk)), key=lambda i: -_size(chunk[i]))
+                    futures: dict[int, Future[Any]] = {}
+                    for i in order:
+                        futures[i] = pool.submit(_guarded, worker, chunk[i], debug, trim)
+                    return [(f, futures[i]) for i, f in enumerate(chunk)]
+
+                chunks = (files[i : i + window] for i in range(0, len(files), window))
+                current = submit(next(chunks))
+                for chunk in chunks:
+                    ahead = submit(chunk)  # queued before this window is collected: no idle
+                    for f, fut in current:
+                        yield f, fut.result()
+                    current = ahead
+                for f, fut in current:
                     yield f, fut.result()
         else:
             for f in files:
