@@ -38,6 +38,15 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
+# ``pipeline`` and ``replay`` are also the names of their submodules. Importing a submodule
+# sets it as an attribute of the package, so a lazy name would come back as the module in
+# ``from compactctl import pipeline, replay`` (the lookup imports it, then finds the module).
+# Both are light (they import only compactctl.model, which every command imports), so
+# they are bound here, after their submodules, and stay functions.
+from .pipeline import compose as compose  # noqa: E402
+from .pipeline import pipeline as pipeline  # noqa: E402
+from .replay import replay as replay  # noqa: E402
+
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
