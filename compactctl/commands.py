@@ -125,6 +125,8 @@ def _to_canonical(
     if fmt == "canonical":
         return fmt, events
     head50 = [e.data for e in itertools.islice(_records(events), 50)]
+    if not head50 and fmt is None:
+        _refuse_if_not_json_lines(path, events)
     name = fmt or (detect(head50) if head50 else "canonical")
     if name is None and len(head50) == 1:
         name = detect_document(head50[0])
@@ -141,6 +143,27 @@ def _to_canonical(
         raise UsageError(f"--format {name} is a whole-document format, not JSON lines")
     bad = [e for e in events if isinstance(e, BadLine)]
     return name, _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+
+
+def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
+    """Refuse a file none of whose lines is a JSON object, unless its only bad lines are
+    blank or a torn last one (a transcript whose first event is still being written).
+
+    Raises:
+        InputError: a complete line is malformed, not UTF-8 or not an object (a binary
+            file, text that is not JSON lines); names the first such line.
+    """
+    bad = next(
+        (e for e in events if isinstance(e, BadLine) and e.problem not in ("torn", "blank")),
+        None,
+    )
+    if bad is not None:
+        raise InputError(
+            f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
+            f"{bad.problem}); compactctl reads canonical JSONL and the formats listed by "
+            "`compactctl convert --help`",
+            path=path,
+        )
 
 
 def _records(events: list[Event]) -> Iterator[Event]:

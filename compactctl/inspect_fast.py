@@ -294,6 +294,8 @@ def inspect_lines(
         number += 1
         by_type["bad"] = by_type.get("bad", 0) + 1
         findings.append(bad_line_finding(BadLine(torn[0], number, "torn", TORN_DETAIL)))
+    if head is not None and not head and any(f["kind"] not in _HARMLESS for f in findings):
+        return _events(raws, iter(()), torn)  # no JSON object at all: the general path refuses
     if head and not _is_canonical(head):
         return _events(raws, iter(()), torn)
     if counter is None:  # no messages and no session event
@@ -406,6 +408,10 @@ def _is_canonical(records: list[dict[str, Any]]) -> bool:
     from .formats import detect
 
     return detect(records) == "canonical"
+
+
+_HARMLESS = frozenset({"torn", "blank", "bom"})
+"""Findings that do not make a file with no JSON object line a non-transcript."""
 
 
 def _events(raws: list[bytes], rest: Iterator[bytes], torn: list[bytes]) -> list[Event]:

@@ -150,17 +150,6 @@ CASES: dict[str, Case] = {
         [(21, "tool-result-without-call", "answers unknown call 'no-such-call'")],
         messages=68,
     ),
-    "binary file": Case(
-        BINARY,
-        [
-            (1, "invalid-utf8", "not valid UTF-8 at byte 0"),
-            (2, "invalid-utf8", "not valid UTF-8 at byte 0"),
-            (3, "invalid-utf8", "not valid UTF-8 at byte 0"),
-            (4, "torn", "no newline at end of file"),
-        ],
-        appends=False,
-        messages=0,
-    ),
     "gzip file": Case(
         gzip.compress(SMALL, mtime=0),
         code=3,
@@ -440,6 +429,50 @@ def test_table_through_real_processes(tmp_path: Path) -> None:
         assert data.startswith(case.data)
         if case.code:
             assert data == case.data
+
+
+@pytest.mark.parametrize(
+    "data, line, problem",
+    [
+        (BINARY, 1, "invalid-utf8"),
+        (b"\x00\x00\x00\n", 1, "malformed"),
+        (b"\n1\n2\n", 2, "not-object"),
+        (b"just some text\nmore text\n", 1, "malformed"),
+    ],
+)
+def test_a_file_with_no_json_object_line_is_refused(
+    tmp_path: Path, data: bytes, line: int, problem: str
+) -> None:
+    """A binary file (or any text that is not JSON lines) is not a transcript: every command
+    refuses it with exit 3, naming the file and its first bad line, and leaves it as it was.
+    (It used to be read as a canonical transcript whose lines were all bad: exit 0.)"""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    for command in (("inspect",), ("inspect", "--estimate"), ("rules",), ("compact", "--force")):
+        r = (
+            _invoke(*command, "--no-store", str(path))
+            if command[0] != "inspect"
+            else _invoke(*command, str(path))
+        )
+        assert r.exit_code == 3, (command, r.stdout, r.stderr)
+        assert f"{path}: not a JSON lines transcript: no line is a JSON object " in r.stderr
+        assert f"(line {line}: {problem})" in r.stderr
+    assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"\n  \n", b'{"type":"sess', b'\n\n{"type":"message","uuid":"a","ro']
+)
+def test_blank_lines_or_a_torn_first_event_are_still_a_transcript(
+    tmp_path: Path, data: bytes
+) -> None:
+    """An empty file, blank lines, or a first event still being written: read, exit 0."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    r = _invoke("inspect", "--json", str(path))
+    assert r.exit_code == 0, r.stderr
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["messages"] == 0 and f["format"] == "canonical"
 
 
 # --- bugs found by this suite outside files.py / jsonl.py, fixed since -----------------------

@@ -119,13 +119,17 @@ def test_bad_inputs_report_file_and_line(tmp_path: Path):
     assert by_name["bom.jsonl"]["messages"] == 1
     assert [(x["line"], x["kind"]) for x in by_name["torn.jsonl"]["findings"]] == [(1, "torn")]
     assert by_name["gz.jsonl.gz"]["messages"] == 1
-    assert [(x["line"], x["kind"]) for x in by_name["nul.jsonl"]["findings"]] == [(1, "malformed")]
+    assert "nul.jsonl" not in by_name  # no line is a JSON object: refused, named below
     stderr = err.decode()
     assert f"{tmp_path / 'missing.jsonl'}: no such file or folder" in stderr
     assert f"warning: {empty_dir}: folder has no *.jsonl or *.jsonl.gz transcripts" in stderr
     assert "Traceback" not in stderr
     # the missing file is a failure; the empty folder only a warning
-    assert [e["path"] for e in doc["totals"]["errors"]] == [str(tmp_path / "missing.jsonl")]
+    assert f"{tmp_path / 'nul.jsonl'}: not a JSON lines transcript" in stderr
+    assert [e["path"] for e in doc["totals"]["errors"]] == [
+        str(tmp_path / "missing.jsonl"),  # found missing before any file is read
+        str(tmp_path / "nul.jsonl"),
+    ]
     r = run_cli("inspect", str(empty_dir))
     assert r.returncode == 0 and b"warning:" in r.stderr
 
