@@ -1266,7 +1266,10 @@ def convert_cmd(
 
     s = _settings(config, "convert")
     to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
-    if len(discover(paths)[0]) > 1 and not (dry_run or check or to_dir):
+    several = len(discover(paths)[0]) > 1
+    # --dry-run reports what the real run would do, so it refuses what that run refuses;
+    # --check only asks whether any input is foreign (a CI gate) and needs no output
+    if several and not (check or to_dir):
         _fail_usage(
             f"convert writes one transcript per output, and {output or 'stdout'} would "
             "receive several; give a folder (-o DIR/) to write one file per input"
@@ -1288,7 +1291,9 @@ def convert_cmd(
 
     def line(r: dict[str, Any]) -> str:
         to = "stdout" if r["output"] == STDIN else r["output"]
-        if dry_run or check:
+        if check and several and not to_dir:
+            to = "already canonical" if r["format"] == "canonical" else "would convert"
+        elif dry_run or check:
             to = f"would write {to}"
         return f"{r['path']}: {r['format']} -> canonical, {r['events']} events ({to})"
 

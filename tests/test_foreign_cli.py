@@ -162,6 +162,24 @@ def test_convert_check_and_dry_run_write_nothing(tmp_path: Path):
     assert b"codex-rollout -> canonical, 177 events (would write stdout)" in r.stderr
 
 
+def test_convert_dry_run_refuses_what_the_run_refuses_and_check_does_not(tmp_path: Path):
+    """Several inputs and no -o DIR/: the real run is a usage error, so is its dry run;
+    --check (a gate that writes nothing) reports each file without claiming an output."""
+    foreign = str(SAMPLES / "small-s1.codex-rollout.jsonl")
+    canonical = str(SAMPLES / "small-s1.canonical.jsonl")
+    for flags in ([], ["--dry-run"]):
+        r = run_cli("convert", *flags, foreign, canonical)
+        assert r.returncode == 2 and r.stdout == b"", flags
+        assert b"give a folder (-o DIR/) to write one file per input" in r.stderr
+    r = run_cli("convert", "--check", foreign, canonical)
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"codex-rollout -> canonical, 177 events (would convert)" in r.stderr
+    assert b"canonical -> canonical, 68 events (already canonical)" in r.stderr
+    assert b"would write stdout" not in r.stderr
+    r = run_cli("convert", "--dry-run", "-o", f"{tmp_path}/", foreign, canonical)
+    assert r.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
 def test_convert_never_mixes_sessions_in_one_output(tmp_path: Path):
     a, b = (str(SAMPLES / n) for n in CONVERT_INPUTS[:2])
     for args in ([], ["-o", str(tmp_path / "one.jsonl")], ["-o", "-"]):
