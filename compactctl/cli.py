@@ -727,7 +727,10 @@ def _run_transform(
         if doc is not None:
             doc.add(result)
         elif not quiet:
-            _err(line(result))
+            text = line(result)
+            if result.get("tornLine"):
+                text += " (its torn last line is kept; the new events start on a new line)"
+            _err(text)
     if doc is not None:
         doc.close(
             {

@@ -26,6 +26,7 @@ import resource
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -533,3 +534,16 @@ def test_deep_value_in_a_changed_message(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["inspect", "--effective", str(path)])
     assert r.exception is None or isinstance(r.exception, SystemExit)
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_torn_last_line_is_named_in_the_report_line(tmp_path: Path) -> None:
+    """``--json`` says ``tornLine``; the human report line says it too (it said nothing)."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(SMALL + b'{"type":"message","uuid":"cut","role":"us')
+    time.sleep(0.3)  # older than COMPACTCTL_TORN_WAIT (0.2 s in tests): a crashed writer
+    r = _invoke("rules", "--no-store", str(path))
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.startswith(f"{path}: rules applied to ")
+    assert "(its torn last line is kept; the new events start on a new line)" in r.stderr
+    r = _invoke("rules", "--no-store", str(path))  # nothing to append: no torn note
+    assert r.stderr == f"{path}: unchanged: no rule changes any message\n"
