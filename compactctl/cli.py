@@ -641,10 +641,10 @@ def _data_on_stdout(out: Any, paths: list[str]) -> bool:
 
 
 def _warm_while_waiting(
-    paths: list[str], modules: Sequence[str], encoding: str | None = None
+    paths: list[str], modules: Sequence[str], encoding: str | None = "estimate"
 ) -> None:
-    """Import ``modules`` (and load ``encoding``) now if the input is a pipe with nothing to
-    read yet.
+    """Import ``modules`` (and, unless ``encoding`` is ``"estimate"``, tiktoken, and the
+    encoding itself when named) now if the input is a pipe with nothing to read yet.
 
     In ``rules - | dedup - | compact -`` every stage starts at once, and a later stage
     waits for the whole output of the one before it. The modules a stage needs only once its
@@ -675,7 +675,11 @@ def _warm_while_waiting(
         # optional: a command that needs a missing module reports it when it gets there
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    if encoding is not None and encoding != "estimate":
+    if encoding == "estimate":
+        return
+    with contextlib.suppress(ImportError):
+        importlib.import_module("tiktoken")  # counts are exact: tiktoken is needed
+    if encoding is not None:
         from .tokens import ensure_offline_encodings, load_encoding
 
         ensure_offline_encodings()
@@ -686,11 +690,6 @@ def _warm_while_waiting(
 _FORMATS = "compactctl.formats"  # format detection, for every input
 _REPLAY = ("compactctl.rules", "compactctl.rules_text", "compactctl.dedup")
 """The reducers a later layer needs to replay the earlier layers' events."""
-
-
-def _exact(modules: tuple[str, ...], encoding: str | None) -> tuple[str, ...]:
-    """``modules``, and tiktoken unless tokens are estimated."""
-    return modules if encoding == "estimate" else (*modules, "tiktoken")
 
 
 def _run_transform(
@@ -714,8 +713,9 @@ def _run_transform(
 
     Each file's line (or, with ``--json``, its entry of the JSON document) is written as it
     finishes and no result is kept, so memory stays flat however many files there are.
-    ``warm``, ``warm_encoding``: modules to import and the tiktoken encoding (``--encoding``,
-    or ``None``) to load while a piped stdin is still empty (:func:`_warm_while_waiting`).
+    ``warm``, ``warm_encoding``: modules to import while a piped stdin is still empty, and
+    the command's encoding (``"estimate"``, a name, or ``None``: the session's), which adds
+    tiktoken and a named encoding (:func:`_warm_while_waiting`).
     """
     _warm_while_waiting(paths, warm, warm_encoding)
     report = Report(check=check)
@@ -964,7 +964,7 @@ def compact_cmd(
         verb="compacted",
         line=_compact_line,
         data_on_stdout=_data_on_stdout(out, paths),
-        warm=_exact((_FORMATS, *_REPLAY), opts.encoding),
+        warm=(_FORMATS, *_REPLAY),
         warm_encoding=opts.encoding,
     )
 
@@ -1098,7 +1098,7 @@ def rules_cmd(
         verb="changed by rules",
         line=_rules_line,
         data_on_stdout=_data_on_stdout(out, paths),
-        warm=_exact((_FORMATS,), enc),
+        warm=(_FORMATS,),
         warm_encoding=enc,
     )
 
@@ -1201,7 +1201,7 @@ def dedup_cmd(
         data_on_stdout=_data_on_stdout(out, paths),
         # not numpy, which similarity imports only above about 128 KB of candidate text:
         # only what every run needs is imported ahead (CPU spent anyway, just earlier)
-        warm=_exact((_FORMATS, *_REPLAY[:2], "compactctl.similarity"), enc),
+        warm=(_FORMATS, *_REPLAY[:2], "compactctl.similarity"),
         warm_encoding=enc,
     )
 

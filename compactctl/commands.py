@@ -22,7 +22,15 @@ from .errors import InputError, UsageError
 from .files import STDIN, append_events, open_input, write_output
 from .inspect_fast import inspect_lines
 from .inspector import inspect_events
-from .jsonl import BLOCK, BOM, assign_turns, dump_events, read_blocks, read_bytes
+from .jsonl import (
+    BLOCK,
+    BOM,
+    HARMLESS_PROBLEMS,
+    assign_turns,
+    dump_events,
+    read_blocks,
+    read_bytes,
+)
 from .model import BadLine, Event, Message, dumps, event_from_dict
 from .replay import replay
 from .report import Report
@@ -154,7 +162,7 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
             file, text that is not JSON lines); names the first such line.
     """
     bad = next(
-        (e for e in events if isinstance(e, BadLine) and e.problem not in ("torn", "blank")),
+        (e for e in events if isinstance(e, BadLine) and e.problem not in HARMLESS_PROBLEMS),
         None,
     )
     if bad is not None:
@@ -743,7 +751,7 @@ def preload_encoding(path: str, encoding: str | None, min_bytes: int = PRELOAD_M
     Building an encoding briefly holds a Python copy of its ranks (about 13 MB for
     cl100k_base, 26 MB for o200k_base) next to tiktoken's own tables; loaded before the
     session's events exist, that transient no longer adds to the session's peak RSS
-    (measured on the 11 MB bench session, o200k_base: ``rules`` 127 -> 99 MB). Smaller
+    (measured on the 11 MB bench session, o200k_base: ``rules`` 130 -> 101 MB). Smaller
     files skip it, so a session that turns out to need no count never pays the load
     (0.1-0.2 s). ``encoding`` is the command's ``--encoding`` (``"estimate"`` for
     ``--estimate``) or ``None`` for the session's model, read from a ``session`` event on

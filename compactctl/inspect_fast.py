@@ -29,7 +29,14 @@ from .inspector import (
     reduction_findings,
     tool_row,
 )
-from .jsonl import BOM, TORN_DETAIL, assign_turns, parse_line, split_lines_nl
+from .jsonl import (
+    BOM,
+    HARMLESS_PROBLEMS,
+    TORN_DETAIL,
+    assign_turns,
+    parse_line,
+    split_lines_nl,
+)
 from .model import BadLine, CompactEvent, Event, Message, SummaryEvent, event_from_dict
 from .replay import known_modes
 from .tokens import (
@@ -294,7 +301,8 @@ def inspect_lines(
         number += 1
         by_type["bad"] = by_type.get("bad", 0) + 1
         findings.append(bad_line_finding(BadLine(torn[0], number, "torn", TORN_DETAIL)))
-    if head is not None and not head and any(f["kind"] not in _HARMLESS for f in findings):
+    # with no JSON object yet, the only findings are bad lines (kind: their problem)
+    if head is not None and not head and any(f["kind"] not in HARMLESS_PROBLEMS for f in findings):
         return _events(raws, iter(()), torn)  # no JSON object at all: the general path refuses
     if head and not _is_canonical(head):
         return _events(raws, iter(()), torn)
@@ -408,10 +416,6 @@ def _is_canonical(records: list[dict[str, Any]]) -> bool:
     from .formats import detect
 
     return detect(records) == "canonical"
-
-
-_HARMLESS = frozenset({"torn", "blank", "bom"})
-"""Findings that do not make a file with no JSON object line a non-transcript."""
 
 
 def _events(raws: list[bytes], rest: Iterator[bytes], torn: list[bytes]) -> list[Event]:

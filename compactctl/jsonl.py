@@ -117,6 +117,10 @@ def read_blocks(blocks: Iterable[bytes]) -> Iterator[Event]:
 TORN_DETAIL = "last line has no newline (torn write)"
 """The ``detail`` of the ``BadLine`` a torn last line becomes."""
 
+HARMLESS_PROBLEMS = frozenset({"torn", "blank"})
+"""``BadLine`` problems that do not make a file with no JSON object line a non-transcript
+(an empty file with blank lines, a first event still being written)."""
+
 
 def split_lines(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes]:
     """The lines (without ``\\n``) of a byte stream given as consecutive blocks cut anywhere.

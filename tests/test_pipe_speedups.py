@@ -19,7 +19,6 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from compactctl import cli
 from compactctl.dedup import dedup
 from compactctl.micro import micro
 from compactctl.model import CompactEvent, Event, event_from_dict
@@ -190,6 +189,30 @@ def test_a_stage_that_warmed_up_writes_the_same_bytes(tmp_path: Path) -> None:
     assert piped.startswith(sample)
 
 
-def test_tiktoken_is_not_warmed_for_estimates() -> None:
-    assert cli._exact(("compactctl.formats",), None) == ("compactctl.formats", "tiktoken")
-    assert cli._exact(("compactctl.formats",), "estimate") == ("compactctl.formats",)
+def test_tiktoken_is_warmed_only_for_exact_counts() -> None:
+    """On an empty pipe: ``"estimate"`` imports no tiktoken; ``None`` (the session's
+    encoding, exact) imports it."""
+    code = (
+        "import sys, compactctl.cli as cli\n"
+        "enc = None if sys.argv[1] == 'None' else sys.argv[1]\n"
+        "cli._warm_while_waiting(['-'], ('compactctl.formats',), enc)\n"
+        "sys.stdout.write(str('tiktoken' in sys.modules))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    got = {}
+    for enc in ("estimate", "None"):
+        r, w = os.pipe()
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", code, enc],
+                stdin=r,
+                capture_output=True,
+                env=env,
+                check=True,
+                timeout=60,
+            )
+        finally:
+            os.close(r)
+            os.close(w)
+        got[enc] = proc.stdout.decode()
+    assert got == {"estimate": "False", "None": "True"}
