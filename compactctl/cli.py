@@ -616,17 +616,24 @@ class _JsonReport:
     def __init__(self, *, to_stderr: bool = False) -> None:
         self.stream = sys.stderr if to_stderr else sys.stdout
         self.count = 0
-        self.stream.flush()
-        self.stream.buffer.write(b'{\n  "files": [')
+        self.started = False  # nothing is written before the run has passed its checks
+
+    def _start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.stream.flush()
+            self.stream.buffer.write(b'{\n  "files": [')
 
     def add(self, result: dict[str, Any]) -> None:
         """Write one file's result (input order is the caller's)."""
+        self._start()
         body = orjson.dumps(result, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
         self.stream.buffer.write((b",\n    " if self.count else b"\n    ") + body)
         self.count += 1
 
     def close(self, totals: dict[str, Any]) -> None:
         """Write ``totals`` and end the document."""
+        self._start()
         body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
         end = b"\n  ]" if self.count else b"]"
         self.stream.buffer.write(end + b',\n  "totals": ' + body + b"\n}\n")

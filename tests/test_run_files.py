@@ -48,3 +48,15 @@ def test_results_in_input_order_and_each_window_largest_first(tmp_path: Path) ->
     third = {str(p) for p in paths[128:]}
     last_of_first = max(r["started"] for r in results if r["path"] in paths[:64])
     assert all(r["started"] > last_of_first for r in results if r["path"] in third)
+
+
+def test_json_is_not_started_before_the_run_passes_its_checks(tmp_path: Path) -> None:
+    """A usage error found by the run (--jobs 0) leaves stdout empty, not the head of a
+    JSON document (``{"files": [`` was written before the check)."""
+    from typer.testing import CliRunner
+
+    sample = Path(__file__).resolve().parent.parent / "fixtures/samples/small-s1.canonical.jsonl"
+    for args in (["inspect", "--json"], ["rules", "--json", "--dry-run", "--no-store"]):
+        r = CliRunner().invoke(cli.app, [*args, "--jobs", "0", str(sample)])
+        assert r.exit_code == 2 and r.stdout == "", args
+        assert "--jobs must be at least 1" in r.stderr
