@@ -26,7 +26,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 
-from compactctl.similarity import find_duplicates, jaccard, shingles
+from compactctl.layers.similarity import find_duplicates, jaccard, shingles
 
 _SYLLABLES = [
     "ka",
@@ -307,7 +307,7 @@ def generate(
 def exact_pairs(items: Sequence[tuple[str, str]], threshold: float) -> set[tuple[str, str]]:
     """Ground truth: every ``(older key, newer key)`` with exact Jaccard >= ``threshold``.
 
-    Shingles come from :func:`compactctl.similarity.shingles`; the Jaccard similarity of
+    Shingles come from :func:`compactctl.layers.similarity.shingles`; the Jaccard similarity of
     every pair that shares at least one shingle is computed exactly, by counting shared
     shingles through an inverted index (pairs sharing none have Jaccard 0). No sketch, no
     sampling. Texts with no shingles are left out. Quadratic in the worst case: for a few

@@ -420,12 +420,12 @@ def baseline_tiktoken(facts: Sequence[FileFacts]) -> float:
 def child_pipeline(out_dir: str, paths: Sequence[str]) -> None:
     """Child of :meth:`Bench.pipeline`: each file through rules, dedup and micro, written
     (unchanged lines as their raw bytes) to ``out_dir``."""
-    from compactctl.dedup import dedup
-    from compactctl.files import read
-    from compactctl.jsonl import dump_events
-    from compactctl.micro import micro
+    from compactctl.io.files import read
+    from compactctl.io.jsonl import dump_events
+    from compactctl.layers.dedup import dedup
+    from compactctl.layers.micro import micro
+    from compactctl.layers.rules import rules
     from compactctl.pipeline import pipeline
-    from compactctl.rules import rules
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -865,7 +865,7 @@ def child_dedup(session: Path, sidecar: Path, sample: int, exact_items: int) -> 
     """
     import resource
 
-    from compactctl.similarity import find_duplicates, jaccard, shingles
+    from compactctl.layers.similarity import find_duplicates, jaccard, shingles
 
     items = _dups_items(session)
     cpu0 = time.process_time()

@@ -25,13 +25,13 @@ _EXPORTS = {
     "SessionEvent": "compactctl.model",
     "BadLine": "compactctl.model",
     "Filter": "compactctl.model",
-    "read": "compactctl.files",
-    "append_events": "compactctl.files",
-    "write_output": "compactctl.files",
+    "read": "compactctl.io.files",
+    "append_events": "compactctl.io.files",
+    "write_output": "compactctl.io.files",
     "pipeline": "compactctl.pipeline",
     "compose": "compactctl.pipeline",
     "replay": "compactctl.replay",
-    "inspect_events": "compactctl.inspector",
+    "inspect_events": "compactctl.app.inspector",
     "TokenCounter": "compactctl.tokens",
     "CompactError": "compactctl.errors",
 }
@@ -43,9 +43,9 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 # ``from compactctl import pipeline, replay`` (the lookup imports it, then finds the module).
 # Both are light (they import only compactctl.model, which every command imports), so
 # they are bound here, after their submodules, and stay functions.
-from .pipeline import compose as compose  # noqa: E402
-from .pipeline import pipeline as pipeline  # noqa: E402
-from .replay import replay as replay  # noqa: E402
+from compactctl.pipeline import compose as compose  # noqa: E402
+from compactctl.pipeline import pipeline as pipeline  # noqa: E402
+from compactctl.replay import replay as replay  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """``python -m compactctl``."""
 
-from .cli import main
+from compactctl.cli import main
 
 main()

@@ -15,11 +15,11 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from . import __version__
-from .config import Settings, load_config
-from .errors import EXIT_USAGE, CompactError
-from .files import STDIN, discover
-from .report import Report
+from compactctl import __version__
+from compactctl.app.config import Settings, load_config
+from compactctl.app.report import Report
+from compactctl.errors import EXIT_USAGE, CompactError
+from compactctl.io.files import STDIN, discover
 
 EXIT_PIPE = 141
 """Exit code when stdout was closed by the reader (128 + SIGPIPE), as ``cat | head`` gives."""
@@ -143,7 +143,7 @@ def _fail_usage(message: str) -> None:
 
 
 def _settings(config: str | None, command: str) -> Settings:
-    from .config import unknown_keys
+    from compactctl.app.config import unknown_keys
 
     try:
         table, used = load_config(config)
@@ -160,7 +160,7 @@ def _settings(config: str | None, command: str) -> Settings:
 
 def _discover(paths: list[str], report: Report) -> list[str]:
     """Expand PATHS; a missing path is a failure on the report, an empty folder a warning."""
-    from .files import NoTranscripts
+    from compactctl.io.files import NoTranscripts
 
     files, errors = discover(paths)
     for e in errors:
@@ -269,7 +269,7 @@ def _guarded(
     except Exception as exc:  # one bad file never stops the others
         if debug:
             raise
-        from .errors import InputError
+        from compactctl.errors import InputError
 
         return InputError(
             f"unexpected {type(exc).__name__}: {exc} (set COMPACTCTL_DEBUG=1 for a traceback)",
@@ -423,8 +423,8 @@ def inspect_cmd(
 
     Writes nothing. The table (or --json) goes to stdout.
     """
-    from .commands import InspectOptions, InspectTotals, effective_lines, inspect_path
-    from .files import write_output
+    from compactctl.app.commands import InspectOptions, InspectTotals, effective_lines, inspect_path
+    from compactctl.io.files import write_output
 
     settings = _settings(config, "inspect")
     if store or db is not None:
@@ -471,7 +471,7 @@ def inspect_cmd(
             doc.add(result)
             totals.add(result)
         else:
-            from .render import inspect_table
+            from compactctl.app.render import inspect_table
 
             sys.stdout.write(inspect_table(result, verbose=verbose))
             sys.stdout.flush()
@@ -483,7 +483,7 @@ def inspect_cmd(
 def _store_report(db: str | None, days: int, json_out: bool) -> None:
     import time
 
-    from .store import Store, resolve_db_path
+    from compactctl.app.store import Store, resolve_db_path
 
     try:
         path = resolve_db_path(db)
@@ -500,7 +500,7 @@ def _store_report(db: str | None, days: int, json_out: bool) -> None:
     if json_out:
         _dump_json(doc)
     else:
-        from .render import store_table
+        from compactctl.app.render import store_table
 
         sys.stdout.write(store_table(doc))
     raise typer.Exit(0)
@@ -547,7 +547,7 @@ def _output_options(
     no_store: bool,
     paths: list[str],
 ) -> Any:
-    from .commands import OutputOptions, output_name
+    from compactctl.app.commands import OutputOptions, output_name
 
     output_dir = None
     if output is not None and (os.path.isdir(output) or output.endswith(os.sep)):
@@ -687,7 +687,7 @@ def _warm_while_waiting(
     with contextlib.suppress(ImportError):
         importlib.import_module("tiktoken")  # counts are exact: tiktoken is needed
     if encoding is not None:
-        from .tokens import ensure_offline_encodings, load_encoding
+        from compactctl.tokens import ensure_offline_encodings, load_encoding
 
         ensure_offline_encodings()
         with contextlib.suppress(Exception):  # unknown or offline: the count reports it
@@ -695,7 +695,7 @@ def _warm_while_waiting(
 
 
 _FORMATS = "compactctl.formats"  # format detection, for every input
-_REPLAY = ("compactctl.rules", "compactctl.rules_text", "compactctl.dedup")
+_REPLAY = ("compactctl.layers.rules", "compactctl.layers.text_rules", "compactctl.layers.dedup")
 """The reducers a later layer needs to replay the earlier layers' events."""
 
 
@@ -908,9 +908,9 @@ def compact_cmd(
     Appends a CompactEvent (mode micro) and a SummaryEvent in place; a second identical run
     appends nothing. The offline extractive summarizer is the default.
     """
-    from .commands import compact_path
-    from .compact import DEFAULT_PIN_PATTERNS, CompactOptions
-    from .micro import MicroParams
+    from compactctl.app.commands import compact_path
+    from compactctl.layers.micro import MicroParams
+    from compactctl.layers.summary import DEFAULT_PIN_PATTERNS, CompactOptions
 
     s = _settings(config, "compact")
     out = _output_options(
@@ -1035,7 +1035,7 @@ def rules_cmd(
     compression, code disables bullet merging; fenced and inline code are never altered;
     tool outputs that are file contents or code get only ANSI and whitespace cleanup.
     """
-    from .rules_text import RULES
+    from compactctl.layers.text_rules import RULES
 
     if list_rules:
         if json_out:
@@ -1051,7 +1051,7 @@ def rules_cmd(
                 ]
             )
         else:
-            from .render import table
+            from compactctl.app.render import table
 
             sys.stdout.write(
                 table(
@@ -1064,8 +1064,8 @@ def rules_cmd(
     if not paths:
         _fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
     assert paths is not None
-    from .commands import rules_path
-    from .rules import RulesOptions
+    from compactctl.app.commands import rules_path
+    from compactctl.layers.rules import RulesOptions
 
     s = _settings(config, "rules")
     out = _output_options(
@@ -1165,8 +1165,8 @@ def dedup_cmd(
     An older duplicate tool output becomes a pointer to the newer one; an older duplicate
     assistant text is dropped; user, system and pinned messages are never touched.
     """
-    from .commands import dedup_path
-    from .dedup import DedupOptions
+    from compactctl.app.commands import dedup_path
+    from compactctl.layers.dedup import DedupOptions
 
     s = _settings(config, "dedup")
     out = _output_options(
@@ -1208,7 +1208,7 @@ def dedup_cmd(
         data_on_stdout=_data_on_stdout(out, paths),
         # not numpy, which similarity imports only above about 128 KB of candidate text:
         # only what every run needs is imported ahead (CPU spent anyway, just earlier)
-        warm=(_FORMATS, *_REPLAY[:2], "compactctl.similarity"),
+        warm=(_FORMATS, *_REPLAY[:2], "compactctl.layers.similarity"),
         warm_encoding=enc,
     )
 
@@ -1253,13 +1253,13 @@ def convert_cmd(
     a message can be found back in the original. Many files need -o DIR/ (one output
     per input) and run in parallel (--jobs).
     """
-    from .formats import FORMATS
+    from compactctl.formats import FORMATS
 
     if list_formats:
         if json_out:
             _dump_json([{"name": f.name, "description": f.description} for f in FORMATS.values()])
         else:
-            from .render import table
+            from compactctl.app.render import table
 
             sys.stdout.write(
                 table(
@@ -1272,7 +1272,7 @@ def convert_cmd(
     if not paths:
         _fail_usage("missing PATHS; see compactctl convert --help")
     assert paths is not None
-    from .commands import convert_path
+    from compactctl.app.commands import convert_path
 
     s = _settings(config, "convert")
     to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
@@ -1375,7 +1375,7 @@ def tiers_cmd(
     Recorded on a new SummaryEvent that supersedes the previous one; running it twice
     appends nothing. Tiers are also saved in the SQLite store for cron and CI.
     """
-    from .commands import tiers_path
+    from compactctl.app.commands import tiers_path
 
     if tier not in {"auto", "L0", "L1", "L2"}:
         _fail_usage(f"--tier must be auto, L0, L1 or L2, not {tier!r}")

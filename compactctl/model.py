@@ -361,7 +361,7 @@ def dumps(value: Any) -> bytes:
         try:
             return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
         except RecursionError:
-            from .errors import InputError
+            from compactctl.errors import InputError
 
             raise InputError(
                 "a changed message holds a value nested too deeply to write as JSON "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .model import Event, Filter
+from compactctl.model import Event, Filter
 
 __all__ = ["compose", "pipeline"]
 

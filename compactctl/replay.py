@@ -21,7 +21,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .model import CompactEvent, Event, Message, SummaryEvent
+from compactctl.model import CompactEvent, Event, Message, SummaryEvent
 
 __all__ = [
     "Reducer",
@@ -41,9 +41,9 @@ Reducer = Callable[[View, CompactEvent], View]
 
 _REDUCERS: dict[str, Reducer] = {}
 _BUILTIN_MODES = {
-    "micro": "compactctl.micro",
-    "rules": "compactctl.rules",
-    "dedup": "compactctl.dedup",
+    "micro": "compactctl.layers.micro",
+    "rules": "compactctl.layers.rules",
+    "dedup": "compactctl.layers.dedup",
 }
 
 

@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from compactctl.errors import LockTimeout, WriteError
-from compactctl.files import append_events, read
-from compactctl.locking import exclusive_lock
+from compactctl.io.files import append_events, read
+from compactctl.io.locking import exclusive_lock
 from compactctl.model import BadLine, event_from_dict
 
 BASE = b'{"type":"message","uuid":"m1","role":"user","content":"hi"}\n'

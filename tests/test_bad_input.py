@@ -281,7 +281,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     path.write_bytes(SMALL)
     path.chmod(0)
     if ROOT:  # root reads anything: make open() fail as it does for a user
-        import compactctl.files as files
+        import compactctl.io.files as files
 
         def deny(file: Any, mode: str = "r", *a: Any, **k: Any) -> Any:
             if os.fspath(file) == str(path):

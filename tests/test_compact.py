@@ -9,14 +9,14 @@ from typing import Any
 import orjson
 import pytest
 
-from compactctl.commands import OutputOptions, compact_path
-from compactctl.compact import CompactOptions, plan_compact, select_span, user_constraints
+from compactctl.app.commands import OutputOptions, compact_path
+from compactctl.app.inspector import prompt_tokens
 from compactctl.errors import SummarizerError
-from compactctl.files import read
-from compactctl.inspector import prompt_tokens
+from compactctl.io.files import read
+from compactctl.layers.summary import CompactOptions, plan_compact, select_span, user_constraints
 from compactctl.model import Message, SummaryEvent
 from compactctl.replay import replay, tool_block_keys
-from compactctl.summary_format import SECTIONS, parse_task_state, validate_sections
+from compactctl.summarize.summary_format import SECTIONS, parse_task_state, validate_sections
 from compactctl.tokens import TokenCounter
 
 from .conftest import SAMPLES, run_cli

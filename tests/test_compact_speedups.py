@@ -13,14 +13,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.commands import load
-from compactctl.compact import CompactOptions, _Sizes, plan_compact
+from compactctl.app.commands import load
+from compactctl.app.inspector import prompt_tokens
 from compactctl.errors import SummarizerError
-from compactctl.inspector import prompt_tokens
-from compactctl.micro import MicroParams, plan_micro, plan_micro_view
+from compactctl.layers.micro import MicroParams, plan_micro, plan_micro_view
+from compactctl.layers.summary import CompactOptions, _Sizes, plan_compact
 from compactctl.model import Event, Message, event_from_dict
 from compactctl.replay import replay
-from compactctl.summarizers import extractive as X
+from compactctl.summarize import extractive as X
 from compactctl.tokens import TokenCounter, message_payload
 
 from .conftest import SAMPLES
@@ -359,7 +359,7 @@ def test_cached_tool_kind_equals_classifying_afresh(name: str):
 
 def test_text_caches_are_emptied_after_each_summary():
     """The caches keyed by transcript text never outlive a request (memory of long runs)."""
-    from compactctl.summarizers import SummaryRequest
+    from compactctl.summarize import SummaryRequest
 
     messages = [
         {"role": "user", "turnId": 1, "content": "Fix it. Do not add deps."},

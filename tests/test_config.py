@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from compactctl.config import Settings, load_config, to_bool
+from compactctl.app.config import Settings, load_config, to_bool
 from compactctl.errors import UsageError
 
 from .conftest import SAMPLES, run_cli

@@ -43,8 +43,8 @@ from typing import Any
 import orjson
 import pytest
 
-from compactctl.commands import OutputOptions, compact_path, effective_lines, rules_path
-from compactctl.jsonl import parse_line
+from compactctl.app.commands import OutputOptions, compact_path, effective_lines, rules_path
+from compactctl.io.jsonl import parse_line
 from compactctl.model import BadLine
 
 from .conftest import SAMPLES, run_cli
@@ -629,12 +629,12 @@ def test_every_crash_state_of_an_append_recovers(
 
 
 def _compact_options() -> Any:
-    from compactctl.compact import CompactOptions
+    from compactctl.layers.summary import CompactOptions
 
     return CompactOptions(force=True)
 
 
 def _rules_options() -> Any:
-    from compactctl.rules import RulesOptions
+    from compactctl.layers.rules import RulesOptions
 
     return RulesOptions()

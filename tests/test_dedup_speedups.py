@@ -1,4 +1,4 @@
-"""The fast paths of compactctl.similarity give the results of the plain ones.
+"""The fast paths of compactctl.layers.similarity give the results of the plain ones.
 
 Covers: datasketch imported without SciPy (and SciPy still working afterwards), the table of
 LSH bandings, the pure-Python path for a few short texts, the batched exact-Jaccard check,
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl import similarity
-from compactctl.dedup import DedupOptions, plan_dedup
+from compactctl.layers import similarity
+from compactctl.layers.dedup import DedupOptions, plan_dedup
+from compactctl.layers.similarity import DuplicatePair, find_duplicates, normalize
 from compactctl.model import event_from_dict
-from compactctl.similarity import DuplicatePair, find_duplicates, normalize
 
 from .conftest import ROOT
 from .test_similarity import gen_dups
@@ -37,7 +37,7 @@ def _run(code: str) -> str:
 def test_datasketch_is_imported_without_scipy_and_scipy_still_works() -> None:
     code = """
 import sys
-from compactctl import similarity as s
+from compactctl.layers import similarity as s
 ds = s._datasketch()
 lsh = ds.MinHashLSH(num_perm=128, params=s._lsh_params(0.5, 128))
 print(sorted(m for m in sys.modules if m.startswith("scipy.integrate")))
@@ -53,7 +53,7 @@ print(ds.MinHashLSH(threshold=0.5, num_perm=128, weights=s.LSH_WEIGHTS).b)
 def test_datasketch_import_after_scipy_integrate_uses_it() -> None:
     code = """
 import scipy.integrate
-from compactctl import similarity as s
+from compactctl.layers import similarity as s
 ds = s._datasketch()
 import datasketch.lsh
 print(datasketch.lsh.integrate is scipy.integrate.quad, ds is sys.modules["datasketch"])
@@ -64,7 +64,7 @@ print(datasketch.lsh.integrate is scipy.integrate.quad, ds is sys.modules["datas
 def test_small_inputs_import_neither_numpy_nor_datasketch() -> None:
     code = """
 import sys
-from compactctl.similarity import find_duplicates
+from compactctl.layers.similarity import find_duplicates
 text = "the quick brown fox jumps over the lazy dog " * 10
 pairs = find_duplicates([("a", text), ("b", text.upper()), ("c", text + " and more")])
 print(len(pairs), sorted(m for m in ("numpy", "datasketch", "scipy") if m in sys.modules))
@@ -75,7 +75,7 @@ print(len(pairs), sorted(m for m in ("numpy", "datasketch", "scipy") if m in sys
 def test_the_lsh_path_imports_no_scipy_integrate() -> None:
     code = """
 import sys
-from compactctl.similarity import find_duplicates
+from compactctl.layers.similarity import find_duplicates
 items = [(str(i), " ".join(f"w{i}x{j}" for j in range(40))) for i in range(20)]
 items.append(("dup", items[-1][1] + " tail"))
 print(len(find_duplicates(items, lsh_min_items=0)), "datasketch" in sys.modules,

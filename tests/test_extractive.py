@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactctl.errors import UsageError
-from compactctl.summarizers import Summarizer, SummaryRequest, SummaryResult
-from compactctl.summarizers.extractive import ExtractiveSummarizer
-from compactctl.summary_format import (
+from compactctl.summarize import Summarizer, SummaryRequest, SummaryResult
+from compactctl.summarize.extractive import ExtractiveSummarizer
+from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     TASK_STATE_FIELDS,
     parse_sections,

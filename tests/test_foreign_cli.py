@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from compactctl.commands import load
+from compactctl.app.commands import load
 from compactctl.model import Message
 from compactctl.replay import replay
 

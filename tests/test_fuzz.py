@@ -22,15 +22,15 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from compactctl.commands import load
-from compactctl.compact import CompactOptions, plan_compact
-from compactctl.dedup import dedup
-from compactctl.jsonl import dump_events, read_stream
-from compactctl.micro import MicroParams, micro
+from compactctl.app.commands import load
+from compactctl.io.jsonl import dump_events, read_stream
+from compactctl.layers.dedup import dedup
+from compactctl.layers.micro import MicroParams, micro
+from compactctl.layers.rules import rules
+from compactctl.layers.summary import CompactOptions, plan_compact
 from compactctl.model import BadLine, Event, Message, event_from_dict
 from compactctl.pipeline import pipeline
 from compactctl.replay import replay, tool_block_keys
-from compactctl.rules import rules
 
 from .strategies import TEXT, sessions
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.commands import InspectOptions, _to_canonical, inspect_path, load
-from compactctl.inspect_fast import _repeats, inspect_lines
-from compactctl.inspector import inspect_events
-from compactctl.jsonl import read_blocks, split_lines, split_lines_nl
+from compactctl.app.commands import InspectOptions, _to_canonical, inspect_path, load
+from compactctl.app.inspect_fast import _repeats, inspect_lines
+from compactctl.app.inspector import inspect_events
+from compactctl.io.jsonl import read_blocks, split_lines, split_lines_nl
 from compactctl.model import BadLine, Event
 from compactctl.tokens import TokenCounter
 

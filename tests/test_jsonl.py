@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.files import read
-from compactctl.jsonl import dump_events, read_blocks, read_bytes, read_stream
+from compactctl.io.files import read
+from compactctl.io.jsonl import dump_events, read_blocks, read_bytes, read_stream
 from compactctl.model import BadLine, Message, OtherEvent, SummaryEvent
 
 
@@ -180,7 +180,7 @@ def _dribble(data: bytes, size: int = 1):
 
 
 def test_first_line_block_waits_for_the_first_non_blank_line():
-    from compactctl.commands import _first_line_block, _may_be_document
+    from compactctl.app.commands import _first_line_block, _may_be_document
 
     doc = b'\xef\xbb\xbf\n\n  {\n  "history": []\n}\n'
     first = _first_line_block(_dribble(doc))

@@ -8,14 +8,14 @@ import orjson
 from hypothesis import given, settings
 
 from bench.gen_dups import exact_pairs, generate
-from compactctl.dedup import DedupOptions, dedup, plan_dedup
-from compactctl.files import read
-from compactctl.micro import MicroParams, micro
+from compactctl.io.files import read
+from compactctl.layers.dedup import DedupOptions, dedup, plan_dedup
+from compactctl.layers.micro import MicroParams, micro
+from compactctl.layers.rules import RulesOptions, plan_rules, rules
+from compactctl.layers.similarity import jaccard, shingles
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.pipeline import pipeline
 from compactctl.replay import replay, tool_block_keys
-from compactctl.rules import RulesOptions, plan_rules, rules
-from compactctl.similarity import jaccard, shingles
 
 from .conftest import SAMPLES, run_cli
 from .strategies import sessions

@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from compactctl import similarity, tokens
-from compactctl.dedup import _EARLY_ENCODING_CHARS, DedupOptions, plan_dedup
+from compactctl import tokens
+from compactctl.layers import similarity
+from compactctl.layers.dedup import _EARLY_ENCODING_CHARS, DedupOptions, plan_dedup
 from compactctl.model import event_from_dict
 
 

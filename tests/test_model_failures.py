@@ -21,14 +21,14 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from compactctl.app.commands import OutputOptions, compact_path
+from compactctl.app.store import Store
 from compactctl.cli import app
-from compactctl.commands import OutputOptions, compact_path
-from compactctl.compact import CompactOptions
 from compactctl.errors import SummarizerError
-from compactctl.files import read
+from compactctl.io.files import read
+from compactctl.layers.summary import CompactOptions
 from compactctl.model import SummaryEvent
-from compactctl.store import Store
-from compactctl.summary_format import (
+from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SECTIONS,
     parse_task_state,

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from compactctl.dedup import dedup
-from compactctl.micro import micro
+from compactctl.layers.dedup import dedup
+from compactctl.layers.micro import micro
+from compactctl.layers.rules import RulesOptions, _ReplayMemo, plan_rules, rules
 from compactctl.model import CompactEvent, Event, event_from_dict
 from compactctl.pipeline import pipeline
 from compactctl.replay import replay
-from compactctl.rules import RulesOptions, _ReplayMemo, plan_rules, rules
 
 from .conftest import SAMPLES
 from .strategies import sessions
@@ -120,8 +120,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
 import sys, compactctl.cli as cli
 before = set(sys.modules)
-cli._warm_while_waiting(sys.argv[1:2], ("compactctl.rules_text",))
-sys.stdout.write(str("compactctl.rules_text" in set(sys.modules) - before))
+cli._warm_while_waiting(sys.argv[1:2], ("compactctl.layers.text_rules",))
+sys.stdout.write(str("compactctl.layers.text_rules" in set(sys.modules) - before))
 """
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compactctl import commands, tokens
+from compactctl import tokens
+from compactctl.app import commands
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures/samples/small-s1.canonical.jsonl"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.redact import PATTERNS, redact
+from compactctl.summarize.redact import PATTERNS, redact
 
 from .conftest import SAMPLES
 

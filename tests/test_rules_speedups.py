@@ -1,7 +1,7 @@
 """Layer 1 speed-ups never change a result: each fast path agrees with the plain code it skips.
 
 Each ``_reference_*`` below is the straightforward form (no literal prefilter, no shortcut) of
-a function in :mod:`compactctl.rules_text`; the property tests compare the two on generated
+a function in :mod:`compactctl.layers.text_rules`; the property tests compare the two on generated
 texts full of the characters that the prefilters look for (backticks, fences, escapes, ``\\r``,
 pipes, ``#``, bullets, emoji, CJK, private-use characters, every kind of blank).
 """
@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactctl import rules_text
-from compactctl.jsonl import read_bytes
-from compactctl.model import Message, event_from_dict
-from compactctl.rules import RulesOptions, plan_rules
-from compactctl.rules_text import (
+from compactctl.io.jsonl import read_bytes
+from compactctl.layers import text_rules as rules_text
+from compactctl.layers.rules import RulesOptions, plan_rules
+from compactctl.layers.text_rules import (
     MAX_PASSES,
     RULES,
     Rule,
@@ -29,6 +28,7 @@ from compactctl.rules_text import (
     select_rules,
     strip_ansi,
 )
+from compactctl.model import Message, event_from_dict
 
 from .conftest import SAMPLES
 

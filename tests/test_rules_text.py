@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactctl.rules_text import (
+from compactctl.layers.text_rules import (
     RULE_VERSIONS,
     RULES,
     Rule,

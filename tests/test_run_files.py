@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from compactctl import cli
-from compactctl.config import Settings
-from compactctl.report import Report
+from compactctl.app.config import Settings
+from compactctl.app.report import Report
 
 
 def _stamp(path: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Tests of compactctl.similarity: shingles, Jaccard and find_duplicates (Layer 2 core)."""
+"""Tests of compactctl.layers.similarity: shingles, Jaccard and find_duplicates (Layer 2 core)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl import similarity
-from compactctl.similarity import DuplicatePair, find_duplicates, jaccard, normalize, shingles
+from compactctl.layers import similarity
+from compactctl.layers.similarity import (
+    DuplicatePair,
+    find_duplicates,
+    jaccard,
+    normalize,
+    shingles,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +113,7 @@ def test_hashes_are_fixed_64_bit_values() -> None:
 
 
 def test_hashes_do_not_depend_on_the_process_hash_seed() -> None:
-    code = "from compactctl.similarity import shingles; print(sorted(shingles('x y z w')))"
+    code = "from compactctl.layers.similarity import shingles; print(sorted(shingles('x y z w')))"
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],
@@ -252,7 +258,7 @@ def test_doctests() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, compactctl.similarity as s; s.normalize('x'); "
+        "import sys, compactctl.layers.similarity as s; s.normalize('x'); "
         "print(sorted(m for m in ('numpy', 'datasketch', 'scipy') if m in sys.modules))"
     )
     out = subprocess.run(

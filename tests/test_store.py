@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compactctl import store as store_mod
-from compactctl.errors import UsageError
-from compactctl.store import (
+from compactctl.app import store as store_mod
+from compactctl.app.store import (
     BREAKER_FAILURES,
     BREAKER_SECONDS,
     MIGRATIONS,
@@ -24,6 +23,7 @@ from compactctl.store import (
     migrate,
     resolve_db_path,
 )
+from compactctl.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def test_open_parent_is_a_file_is_usage_error(tmp_path: Path) -> None:
 
 
 def test_import_is_stdlib_only() -> None:
-    code = "import sys, compactctl.store; print('platformdirs' in sys.modules)"
+    code = "import sys, compactctl.app.store; print('platformdirs' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )

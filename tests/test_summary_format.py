@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compactctl.errors import SummarizerError
-from compactctl.summary_format import (
+from compactctl.summarize.summary_format import (
     DEFAULT_MAX_SUMMARY_CHARS,
     DISPLAY_SECTIONS,
     MIN_BULLET_CHARS,

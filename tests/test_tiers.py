@@ -10,23 +10,23 @@ import orjson
 import pytest
 
 from compactctl.errors import UsageError
-from compactctl.summarizers import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
-from compactctl.summarizers.extractive import ExtractiveSummarizer
-from compactctl.summary_format import (
-    DISPLAY_SECTIONS,
-    SummaryFormatError,
-    parse_sections,
-    render_display,
-    render_sections,
-    render_task_state,
-)
-from compactctl.tiers import (
+from compactctl.layers.tiers import (
     TIER_BUDGETS,
     bullet_priority,
     derive_tiers,
     parse_tier,
     rewrite_tiers_with_model,
     select_tier,
+)
+from compactctl.summarize import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
+from compactctl.summarize.extractive import ExtractiveSummarizer
+from compactctl.summarize.summary_format import (
+    DISPLAY_SECTIONS,
+    SummaryFormatError,
+    parse_sections,
+    render_display,
+    render_sections,
+    render_task_state,
 )
 from compactctl.tokens import TokenCounter
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import orjson
 
-from compactctl.commands import load
+from compactctl.app.commands import load
+from compactctl.layers.tiers import TIER_BUDGETS
 from compactctl.model import SummaryEvent
 from compactctl.replay import replay
-from compactctl.tiers import TIER_BUDGETS
 from compactctl.tokens import TokenCounter
 
 from .conftest import SAMPLES, run_cli

@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import (
+from compactctl.formats import (
     canonical,
     claude_code,
     claude_stream,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import (
+from compactctl.formats._common import (
     JSON,
     SummaryChain,
     Turns,

@@ -42,8 +42,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ._claude import ClaudeBuilder
-from ._common import JSON, Uuids, foreign, merge_by_line, stable_uuid
+from compactctl.formats._claude import ClaudeBuilder
+from compactctl.formats._common import JSON, Uuids, foreign, merge_by_line, stable_uuid
 
 SOURCE = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})

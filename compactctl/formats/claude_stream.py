@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ._claude import ClaudeBuilder
-from ._common import JSON, Uuids, fill_timestamps, stable_uuid
+from compactctl.formats._claude import ClaudeBuilder
+from compactctl.formats._common import JSON, Uuids, fill_timestamps, stable_uuid
 
 SOURCE = "claude-stream"
 CONTINUATION = "This session is being continued from a previous conversation"

@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ._common import (
+from compactctl.formats._common import (
     JSON,
     SummaryChain,
     Turns,

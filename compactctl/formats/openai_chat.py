@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from ._common import (
+from compactctl.formats._common import (
     JSON,
     Turns,
     Uuids,

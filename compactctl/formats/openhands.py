@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import (
+from compactctl.formats._common import (
     JSON,
     Turns,
     Uuids,

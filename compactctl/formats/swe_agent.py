@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import JSON, foreign, parse_arguments, stable_uuid
-from .openai_chat import ChatConverter
+from compactctl.formats._common import JSON, foreign, parse_arguments, stable_uuid
+from compactctl.formats.openai_chat import ChatConverter
 
 SOURCE = "swe-agent"
 

@@ -1,7 +1,7 @@
 """``inspect`` of canonical JSON lines straight from the parsed objects (no Event per line).
 
-:func:`inspect_lines` gives the same dict as :func:`~compactctl.inspector.inspect_events` over
-the events :func:`~compactctl.jsonl.read_blocks` reads from the same bytes, in one pass: each
+:func:`inspect_lines` gives the same dict as :func:`~compactctl.app.inspector.inspect_events` over
+the events :func:`~compactctl.io.jsonl.read_blocks` reads from the same bytes, in one pass: each
 line is parsed by orjson and counted from its dict, with no ``Event`` per line and no second
 pass over the messages. Only the raw lines are kept (not the parsed objects): when the log
 has compact or summary events, its messages are parsed again from them for replay (the
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .inspector import (
+from compactctl.app.inspector import (
     Finding,
     bad_line_finding,
     effective_context,
@@ -29,7 +29,7 @@ from .inspector import (
     reduction_findings,
     tool_row,
 )
-from .jsonl import (
+from compactctl.io.jsonl import (
     BOM,
     HARMLESS_PROBLEMS,
     TORN_DETAIL,
@@ -37,9 +37,9 @@ from .jsonl import (
     parse_line,
     split_lines_nl,
 )
-from .model import BadLine, CompactEvent, Event, Message, SummaryEvent, event_from_dict
-from .replay import known_modes
-from .tokens import (
+from compactctl.model import BadLine, CompactEvent, Event, Message, SummaryEvent, event_from_dict
+from compactctl.replay import known_modes
+from compactctl.tokens import (
     TokenCounter,
     context_window_for,
     encoding_for_model,
@@ -71,7 +71,7 @@ def inspect_lines(
 
     Args:
         blocks: the file's bytes as consecutive blocks cut anywhere (as for
-            :func:`~compactctl.jsonl.read_blocks`); consumed once.
+            :func:`~compactctl.io.jsonl.read_blocks`); consumed once.
         path: the file name to report.
         counter: the token counter; ``None`` picks the encoding from the session's model.
         context_window: overrides the session's and litellm's context window (tokens).
@@ -82,7 +82,7 @@ def inspect_lines(
 
     Returns:
         The per-file dict of ``inspect --json`` (see
-        :func:`~compactctl.inspector.inspect_events`; ``format`` is ``"canonical"``), or the
+        :func:`~compactctl.app.inspector.inspect_events`; ``format`` is ``"canonical"``), or the
         list of all the stream's events, exactly as ``list(read_blocks(blocks))`` gives them,
         when detection does not say canonical, when ``counter`` is ``None`` and a message
         comes before the first session event (its encoding is not known yet), or when the
@@ -376,7 +376,7 @@ def _replayed(
     counter: TokenCounter,
     tier: str | None,
 ) -> tuple[int, int]:
-    """:func:`~compactctl.inspector.effective_context` of a log with compact or summary
+    """:func:`~compactctl.app.inspector.effective_context` of a log with compact or summary
     events: its messages are parsed again from their raw lines (turn ids assigned as the
     reader does) and put in file order with the events."""
     messages = list(assign_turns(parse_line(raws[line - 1][:-1], line) for line in msg_lines))
@@ -413,14 +413,14 @@ def _utf8_size(text: str) -> int:
 
 
 def _is_canonical(records: list[dict[str, Any]]) -> bool:
-    from .formats import detect
+    from compactctl.formats import detect
 
     return detect(records) == "canonical"
 
 
 def _events(raws: list[bytes], rest: Iterator[bytes], torn: list[bytes]) -> list[Event]:
     """The events of the lines read so far (``raws``) and of the ``rest`` (lines with their
-    ``\\n``), as :func:`~compactctl.jsonl.read_blocks` gives them (``torn``: filled once
+    ``\\n``), as :func:`~compactctl.io.jsonl.read_blocks` gives them (``torn``: filled once
     ``rest`` is exhausted)."""
     events = [parse_line(raw[:-1], line) for line, raw in enumerate(raws, 1)]
     number = len(events)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .errors import UsageError
+from compactctl.errors import UsageError
 
 __all__ = [
     "KNOWN_KEYS",

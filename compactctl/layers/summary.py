@@ -23,16 +23,23 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .errors import SummarizerError, UsageError
-from .inspector import _prompt_sum
-from .micro import NAMESPACE, MicroParams, plan_micro_view
-from .model import Event, Message, SessionEvent, SummaryEvent, event_from_dict, is_real_user
-from .replay import View, replay, tool_block_keys
-from .timeutil import now_rfc3339
-from .tokens import TokenCounter, context_window_for, encoding_for_model, message_payload
+from compactctl.app.inspector import _prompt_sum
+from compactctl.errors import SummarizerError, UsageError
+from compactctl.layers.micro import NAMESPACE, MicroParams, plan_micro_view
+from compactctl.model import (
+    Event,
+    Message,
+    SessionEvent,
+    SummaryEvent,
+    event_from_dict,
+    is_real_user,
+)
+from compactctl.replay import View, replay, tool_block_keys
+from compactctl.timeutil import now_rfc3339
+from compactctl.tokens import TokenCounter, context_window_for, encoding_for_model, message_payload
 
 if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
-    from .summarizers import Summarizer, SummaryResult
+    from compactctl.summarize import Summarizer, SummaryResult
 
 __all__ = [
     "CompactOptions",
@@ -162,10 +169,10 @@ def make_summarizer(opts: CompactOptions, session_model: str | None) -> Summariz
             raise UsageError("--model session: the transcript records no model; pass --model NAME")
         name = session_model
     if not name or name == "extractive":
-        from .summarizers.extractive import ExtractiveSummarizer
+        from compactctl.summarize.extractive import ExtractiveSummarizer
 
         return ExtractiveSummarizer()
-    from .summarizers.litellm import LiteLLMSummarizer
+    from compactctl.summarize.litellm import LiteLLMSummarizer
 
     return LiteLLMSummarizer(
         name,
@@ -256,7 +263,7 @@ def _redact_result(result: SummaryResult) -> SummaryResult:
     Redacting the (small) result instead of the (possibly huge) inputs is enough for what is
     stored and later sent to a model; the litellm backend also redacts its prompt.
     """
-    from .redact import redact
+    from compactctl.summarize.redact import redact
 
     if result.format == "task-state":
         import json
@@ -321,7 +328,7 @@ class _Sizes:
 
     def totals(self, view: View) -> tuple[int, int]:
         """``(prompt_tokens(view, counter), chars)``: tokens as
-        :func:`~compactctl.inspector.prompt_tokens` counts them, chars of the payloads."""
+        :func:`~compactctl.app.inspector.prompt_tokens` counts them, chars of the payloads."""
         known = self._known
         fresh = [m for m in view if id(m) not in known]
         if fresh:
@@ -521,7 +528,7 @@ def _summarize(
     counter: TokenCounter,
     now: Callable[[], str],
 ) -> SummaryEvent | None:
-    from .summarizers import SummaryRequest, SummaryResult
+    from compactctl.summarize import SummaryRequest, SummaryResult
 
     first_user = next(
         (e.uuid for e in log if isinstance(e, Message) and is_real_user(e.data)), None
@@ -563,7 +570,7 @@ def _summarize(
             pinned_constraints=constraints,
         )
 
-    from .summarizers.litellm import ContextTooLong
+    from compactctl.summarize.litellm import ContextTooLong
 
     try:
         result = engine.summarize(request(messages, prior))

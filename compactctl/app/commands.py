@@ -18,11 +18,12 @@ from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
-from .errors import InputError, UsageError
-from .files import STDIN, append_events, open_input, write_output
-from .inspect_fast import inspect_lines
-from .inspector import inspect_events
-from .jsonl import (
+from compactctl.app.inspect_fast import inspect_lines
+from compactctl.app.inspector import inspect_events
+from compactctl.app.report import Report
+from compactctl.errors import InputError, UsageError
+from compactctl.io.files import STDIN, append_events, open_input, write_output
+from compactctl.io.jsonl import (
     BLOCK,
     BOM,
     HARMLESS_PROBLEMS,
@@ -31,10 +32,9 @@ from .jsonl import (
     read_blocks,
     read_bytes,
 )
-from .model import BadLine, Event, Message, dumps, event_from_dict
-from .replay import replay
-from .report import Report
-from .tokens import TokenCounter
+from compactctl.model import BadLine, Event, Message, dumps, event_from_dict
+from compactctl.replay import replay
+from compactctl.tokens import TokenCounter
 
 __all__ = [
     "InspectOptions",
@@ -56,7 +56,7 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
     events (for a foreign file, after the imported events).
 
     Memory: the session's events, one session at a time (DESIGN.md section 7). JSON lines
-    are read in blocks of :data:`~compactctl.jsonl.BLOCK` bytes, so the file is never held
+    are read in blocks of :data:`~compactctl.io.jsonl.BLOCK` bytes, so the file is never held
     as one buffer beside its events; a whole-document format is read whole.
 
     Raises:
@@ -78,7 +78,7 @@ _T = TypeVar("_T")
 
 def _check_format(fmt: str | None) -> None:
     """Raises: UsageError: ``fmt`` is not ``None`` nor a known format."""
-    from .formats import FORMATS, known_formats
+    from compactctl.formats import FORMATS, known_formats
 
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"unknown --format {fmt!r}; known: {', '.join(known_formats())}")
@@ -117,7 +117,7 @@ def _to_canonical(
         InputError: the format is unknown. UsageError: ``fmt`` is a whole-document format
             given for JSON lines.
     """
-    from .formats import FORMATS, detect, detect_document, known_formats
+    from compactctl.formats import FORMATS, detect, detect_document, known_formats
 
     if events is None:
         name = fmt or detect_document(doc)
@@ -275,9 +275,9 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
     """Inspect one transcript; the per-file object of ``inspect --json``.
 
     Canonical JSON lines are counted as they are read, with no Event per line
-    (:func:`compactctl.inspect_fast.inspect_lines`; replay runs only when the log has
+    (:func:`compactctl.app.inspect_fast.inspect_lines`; replay runs only when the log has
     compact or summary events); other formats go through :func:`load` and
-    :func:`~compactctl.inspector.inspect_events`. Both give the same result (tested).
+    :func:`~compactctl.app.inspector.inspect_events`. Both give the same result (tested).
 
     Raises:
         InputError: the file cannot be read, or its format is unknown.
@@ -653,7 +653,7 @@ def _open_store(db: str | None) -> Any:
     """The SQLite store, or ``None`` when disabled (``db == ""``)."""
     if db == "":
         return None
-    from .store import Store, resolve_db_path
+    from compactctl.app.store import Store, resolve_db_path
 
     return Store.open(resolve_db_path(db))
 
@@ -667,7 +667,7 @@ def record_run(
         return
     import time as _time
 
-    from .store import HistoryRow
+    from compactctl.app.store import HistoryRow
 
     summary = result.get("summary")
     store.add_history(
@@ -693,7 +693,7 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
 
     Args:
         path: a transcript or ``-``.
-        options: :class:`compactctl.compact.CompactOptions`.
+        options: :class:`compactctl.layers.summary.CompactOptions`.
         out: where to write.
 
     Raises:
@@ -703,7 +703,7 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     """
     import time as _time
 
-    from .compact import plan_compact
+    from compactctl.layers.summary import plan_compact
 
     store = None if (out.dry_run or out.check) else _open_store(out.db)
     try:
@@ -716,7 +716,7 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             if (out.dry_run or out.check) and options.model not in (None, "extractive"):
                 # a dry run never calls (nor pays) a model: the built-in summarizer stands
                 # in, so the report shows what would be replaced and about what it saves
-                from .summarizers.extractive import ExtractiveSummarizer
+                from compactctl.summarize.extractive import ExtractiveSummarizer
 
                 offline = ExtractiveSummarizer()
             plan = plan_compact(events, options, path=p, breaker_open=breaker, summarizer=offline)
@@ -774,7 +774,7 @@ def preload_encoding(path: str, encoding: str | None, min_bytes: int = PRELOAD_M
             if not isinstance(data, dict) or data.get("type") != "session":
                 return False
             model = data.get("model")
-            from .tokens import encoding_for_model
+            from compactctl.tokens import encoding_for_model
 
             encoding = encoding_for_model(model if isinstance(model, str) else None)
         TokenCounter(encoding).load()
@@ -792,8 +792,8 @@ def _layer_path(
 ) -> dict[str, Any]:
     import time as _time
 
-    from .model import SessionEvent
-    from .tokens import encoding_for_model
+    from compactctl.model import SessionEvent
+    from compactctl.tokens import encoding_for_model
 
     store = None if (out.dry_run or out.check) else _open_store(out.db)
     try:
@@ -826,9 +826,9 @@ def _layer_path(
 def rules_path(
     path: str, options: Any, out: OutputOptions, encoding: str | None = None
 ) -> dict[str, Any]:
-    """``rules`` on one transcript (:class:`compactctl.rules.RulesOptions`)."""
-    from .rules import plan_rules
-    from .timeutil import now_rfc3339
+    """``rules`` on one transcript (:class:`compactctl.layers.rules.RulesOptions`)."""
+    from compactctl.layers.rules import plan_rules
+    from compactctl.timeutil import now_rfc3339
 
     def plan(events: list[Event], counter: TokenCounter) -> tuple[Event | None, dict[str, Any]]:
         event, report = plan_rules(events, options, timestamp=now_rfc3339(), counter=counter)
@@ -840,9 +840,9 @@ def rules_path(
 def dedup_path(
     path: str, options: Any, out: OutputOptions, encoding: str | None = None
 ) -> dict[str, Any]:
-    """``dedup`` on one transcript (:class:`compactctl.dedup.DedupOptions`)."""
-    from .dedup import plan_dedup
-    from .timeutil import now_rfc3339
+    """``dedup`` on one transcript (:class:`compactctl.layers.dedup.DedupOptions`)."""
+    from compactctl.layers.dedup import plan_dedup
+    from compactctl.timeutil import now_rfc3339
 
     def plan(events: list[Event], counter: TokenCounter) -> tuple[Event | None, dict[str, Any]]:
         return plan_dedup(events, options, timestamp=now_rfc3339(), counter=counter)
@@ -867,10 +867,10 @@ def tiers_path(
     """
     import time as _time
 
-    from .model import SessionEvent
-    from .tiers import plan_tiers
-    from .timeutil import now_rfc3339
-    from .tokens import context_window_for, encoding_for_model
+    from compactctl.layers.tiers import plan_tiers
+    from compactctl.model import SessionEvent
+    from compactctl.timeutil import now_rfc3339
+    from compactctl.tokens import context_window_for, encoding_for_model
 
     store = None if (out.dry_run or out.check) else _open_store(out.db)
     try:
@@ -887,7 +887,7 @@ def tiers_path(
             )
             summarizer = None
             if model:
-                from .compact import CompactOptions, make_summarizer
+                from compactctl.layers.summary import CompactOptions, make_summarizer
 
                 summarizer = make_summarizer(CompactOptions(model=model), smodel)
             event, report = plan_tiers(
@@ -903,7 +903,7 @@ def tiers_path(
             report["durationMs"] = int((_time.monotonic() - started) * 1000)
             report["messages"] = sum(1 for e in events if isinstance(e, Message))
             if event is not None:
-                from .inspector import prompt_tokens
+                from compactctl.app.inspector import prompt_tokens
 
                 report["replaces"] = len(event.replaces)
                 report["tokensBefore"] = prompt_tokens(replay(events), counter)

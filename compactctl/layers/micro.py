@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from .model import CompactEvent, Event, Message, event_from_dict, message_text
-from .replay import View, reducer, replay, tool_names
+from compactctl.model import CompactEvent, Event, Message, event_from_dict, message_text
+from compactctl.replay import View, reducer, replay, tool_names
 
 __all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro", "plan_micro_view"]
 
@@ -251,7 +251,7 @@ def micro(params: MicroParams | None = None, *, timestamp: str | None = None) ->
     p = params or MicroParams()
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from .timeutil import now_rfc3339
+        from compactctl.timeutil import now_rfc3339
 
         log = list(events)
         yield from log

@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .model import BadLine, Event, OtherEvent, event_from_dict, is_real_user
+from compactctl.model import BadLine, Event, OtherEvent, event_from_dict, is_real_user
 
 __all__ = [
     "BOM",

@@ -2,20 +2,21 @@
 
 A summarizer turns a span of canonical messages (DESIGN.md section 3), plus the previous
 summary as *prior state*, into summary text in one of the two formats of
-:mod:`compactctl.summary_format`. Two implementations exist: the built-in, offline
-:class:`compactctl.summarizers.extractive.ExtractiveSummarizer` (the default when no model is
+:mod:`compactctl.summarize.summary_format`. Two implementations exist: the built-in, offline
+:class:`compactctl.summarize.extractive.ExtractiveSummarizer` (the default when no model is
 configured), and a litellm-backed one that calls a model. The orchestration (which messages,
 triggers, retries, the SummaryEvent) lives elsewhere; a summarizer only writes text.
 
 Contract of :meth:`Summarizer.summarize`:
 
 - the returned ``text`` validates with its format's validator
-  (:func:`~compactctl.summary_format.validate_sections` or
-  :func:`~compactctl.summary_format.parse_task_state`);
+  (:func:`~compactctl.summarize.summary_format.validate_sections` or
+  :func:`~compactctl.summarize.summary_format.parse_task_state`);
 - the earlier summary is passed as ``request.prior`` and merged as state; it is never
   summarized as if it were conversation (DESIGN.md section 5, "summary of a summary");
 - failures raise :class:`~compactctl.errors.SummarizerError` (an invalid answer raises its
-  subclass :class:`~compactctl.summary_format.SummaryFormatError`); nothing is appended then.
+  subclass :class:`~compactctl.summarize.summary_format.SummaryFormatError`); nothing is
+  appended then.
 
 This module imports nothing heavy; implementations are imported from their own modules.
 """
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from compactctl.errors import UsageError
-from compactctl.summary_format import (
+from compactctl.summarize.summary_format import (
     DEFAULT_MAX_SUMMARY_CHARS,
     SummaryFormatError,
     TaskState,

@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-from .errors import InputError, LockTimeout, UsageError, WriteError
+from compactctl.errors import InputError, LockTimeout, UsageError, WriteError
 
 __all__ = [
     "BREAKER_FAILURES",

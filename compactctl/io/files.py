@@ -25,10 +25,10 @@ from typing import BinaryIO
 
 import orjson
 
-from .errors import InputError, LockTimeout, UsageError, WriteError
-from .jsonl import parse_line, read_stream
-from .locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
-from .model import Event
+from compactctl.errors import InputError, LockTimeout, UsageError, WriteError
+from compactctl.io.jsonl import parse_line, read_stream
+from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
+from compactctl.model import Event
 
 __all__ = [
     "AppendResult",

@@ -21,9 +21,9 @@ import orjson
 
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.model import message_text
-from compactctl.redact import redact
-from compactctl.summarizers import SummaryRequest, SummaryResult
-from compactctl.summary_format import (
+from compactctl.summarize import SummaryRequest, SummaryResult
+from compactctl.summarize.redact import redact
+from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SECTIONS,
     TASK_STATE_FIELDS,
@@ -139,8 +139,8 @@ class LiteLLMSummarizer:
         num_retries: litellm's retries with backoff on transient errors (timeouts, 429, 5xx).
         completion_kwargs: extra keyword arguments for ``litellm.completion`` (``api_base``,
             ``temperature``; tests pass ``mock_response``).
-        redact: redact secrets (:mod:`compactctl.redact`) from the prompt before it is sent;
-            the prompt holds clipped tool outputs, so this stays fast on huge outputs.
+        redact: redact secrets (:mod:`compactctl.summarize.redact`) from the prompt before it is
+            sent; the prompt holds clipped tool outputs, so this stays fast on huge outputs.
 
     Raises (from :meth:`summarize`):
         ContextTooLong: the model's context-length error.

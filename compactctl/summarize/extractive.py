@@ -2,8 +2,8 @@
 
 :class:`ExtractiveSummarizer` writes no new prose: it copies facts out of the transcript with
 regular expressions and a few token rules, and lays them out in either summary format of
-:mod:`compactctl.summary_format`. Same request, same bytes out: no clock, no randomness, no
-model, no network.
+:mod:`compactctl.summarize.summary_format`. Same request, same bytes out: no clock, no
+randomness, no model, no network.
 
 What it collects, in one pass over the messages:
 
@@ -46,7 +46,7 @@ Budget (``request.max_chars``, in characters):
 - ``task-state``: the ``task_state`` JSON keeps every fact in full; the display summary is
   kept within ``max_chars`` (seed 000: 1200 by default) by shortening bullets (constraints
   least), then dropping trailing bullets (``done`` first, ``constraints`` last, each section
-  keeps one), at last by :func:`~compactctl.summary_format.truncate_at_bullet`.
+  keeps one), at last by :func:`~compactctl.summarize.summary_format.truncate_at_bullet`.
 
 Prior state: ``request.prior`` (a ``sections`` text or a ``task-state`` answer, from any
 summarizer) is parsed back into facts and merged: ledger entries, constraints, user
@@ -74,9 +74,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from compactctl.redact import FOLDS_TO_ASCII
-from compactctl.summarizers import SummaryRequest, SummaryResult
-from compactctl.summary_format import (
+from compactctl.summarize import SummaryRequest, SummaryResult
+from compactctl.summarize.redact import FOLDS_TO_ASCII
+from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SECTIONS,
     SummaryFormatError,
@@ -643,7 +643,7 @@ _RETURN_PHRASES = ("return code", "returncode")
 
 _FOLDS_TO_ASCII = FOLDS_TO_ASCII
 """A text holding one of these skips the literal prefilter (see
-:data:`compactctl.redact.FOLDS_TO_ASCII`)."""
+:data:`compactctl.summarize.redact.FOLDS_TO_ASCII`)."""
 
 
 def _may_report_exit(text: str) -> bool:
@@ -2046,7 +2046,7 @@ def _render_task_state(
 class ExtractiveSummarizer:
     """The built-in summarizer: offline, deterministic, free (DESIGN.md section 5).
 
-    Implements :class:`~compactctl.summarizers.Summarizer`. It keeps no state between
+    Implements :class:`~compactctl.summarize.Summarizer`. It keeps no state between
     calls; one instance may serve any number of requests, from any thread.
 
     >>> request = SummaryRequest(messages=[

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import LockTimeout
+from compactctl.errors import LockTimeout
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "exclusive_lock"]
 

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Container, Iterable
 from typing import Any
 
-from .model import BadLine, CompactEvent, Event, Message, SessionEvent, SummaryEvent
-from .replay import known_modes, replay
-from .tokens import MESSAGE_OVERHEAD, TokenCounter, context_window_for, message_payload
+from compactctl.model import BadLine, CompactEvent, Event, Message, SessionEvent, SummaryEvent
+from compactctl.replay import known_modes, replay
+from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, context_window_for, message_payload
 
 __all__ = [
     "Finding",
@@ -260,7 +260,7 @@ def inspect_events(
         the effective context); ``tokenizer`` names the encoding, or ``"estimate"``. Sizes are
         of message text: ``bytes`` UTF-8 bytes, ``chars`` code points.
     """
-    from .tokens import encoding_for_model
+    from compactctl.tokens import encoding_for_model
 
     log = list(events)
     session = next((e for e in log if isinstance(e, SessionEvent)), None)

@@ -38,8 +38,8 @@ So "keep the fix inside config.py" found under Problem Solving outranks the cont
 it.
 
 Selection (:func:`derive_tiers`): bullets sorted by priority, ties in canonical order
-(section order of :data:`~compactctl.summary_format.SECTIONS` or field order of
-:data:`~compactctl.summary_format.TASK_STATE_FIELDS`, then bullet order). Tiers are built
+(section order of :data:`~compactctl.summarize.summary_format.SECTIONS` or field order of
+:data:`~compactctl.summarize.summary_format.TASK_STATE_FIELDS`, then bullet order). Tiers are built
 smallest first; each larger tier starts from the bullets of the smaller one, then adds the
 others greedily, so L0 ⊆ L1 ⊆ L2 by bullets always holds. A bullet is added when the whole
 rendered tier still counts at most the budget; one too big is skipped and the next one tried;
@@ -61,8 +61,10 @@ from typing import Any
 import orjson
 
 from compactctl.errors import UsageError
-from compactctl.summarizers import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
-from compactctl.summary_format import (
+from compactctl.layers.micro import NAMESPACE
+from compactctl.model import Event, Message, SummaryEvent, event_from_dict
+from compactctl.summarize import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
+from compactctl.summarize.summary_format import (
     SECTIONS,
     TASK_STATE_FIELDS,
     TASK_STATE_STRING_FIELDS,
@@ -74,9 +76,6 @@ from compactctl.summary_format import (
     validate_task_state,
 )
 from compactctl.tokens import TokenCounter
-
-from .micro import NAMESPACE
-from .model import Event, Message, SummaryEvent, event_from_dict
 
 __all__ = [
     "ANALYSIS_PRIORITY",
@@ -194,7 +193,7 @@ def _check_budgets(budgets: Mapping[str, int]) -> dict[str, int]:
 
 def _pad_sections(text: str) -> str:
     """``text`` with a bare ``### Name`` heading added before ``</summary>`` for every section
-    it lacks, so that :func:`~compactctl.summary_format.parse_sections` accepts a tier."""
+    it lacks, so that :func:`~compactctl.summarize.summary_format.parse_sections` accepts a tier."""
     start, end = text.find("<summary>"), text.rfind("</summary>")
     if start < 0 or end < start:
         return text
@@ -351,7 +350,7 @@ def derive_tiers(
         - ``task-state``: the compact JSON object of the kept ``task_state`` fields
           (``{"goal":"...","decisions":["..."]}``; fields left empty are omitted; no display
           summary, which repeats the state). :func:`parse_tier` fills the missing fields and
-          validates it as a :class:`~compactctl.summary_format.TaskState`.
+          validates it as a :class:`~compactctl.summarize.summary_format.TaskState`.
 
         Every bullet of L0 is in L1, and every bullet of L1 is in L2. Deterministic.
 
@@ -480,8 +479,8 @@ def rewrite_tiers_with_model(
     For L1, then L0, one :meth:`Summarizer.summarize` call with no messages, L2 as the prior
     state, ``max_chars = 4 * budget`` (about 4 characters per token) and instructions naming
     the tier, its budget in tokens and the priority order. The answer must validate
-    (:func:`~compactctl.summary_format.validate_sections`, or
-    :func:`~compactctl.summary_format.parse_task_state`) and count at most the budget:
+    (:func:`~compactctl.summarize.summary_format.validate_sections`, or
+    :func:`~compactctl.summarize.summary_format.parse_task_state`) and count at most the budget:
 
     - ``sections``: the answer's ``<summary>`` block, without its ``<analysis>``;
     - ``task-state``: the compact JSON of the answer's ``task_state`` (as :func:`derive_tiers`).
@@ -489,7 +488,7 @@ def rewrite_tiers_with_model(
     Unlike :func:`derive_tiers`, nesting of bullets is not guaranteed: the model rewrites.
 
     Args:
-        summarizer: any :class:`~compactctl.summarizers.Summarizer`.
+        summarizer: any :class:`~compactctl.summarize.Summarizer`.
         tiers: ``{"L0", "L1", "L2"}`` texts, e.g. from :func:`derive_tiers`.
         counter: counts the tokens of each answer.
         budgets: tokens per tier.
@@ -576,8 +575,8 @@ def plan_tiers(
         UsageError: an unknown ``tier``.
         SummaryFormatError: the model's rewrite is invalid or over budget.
     """
-    from .inspector import prompt_tokens
-    from .replay import replay
+    from compactctl.app.inspector import prompt_tokens
+    from compactctl.replay import replay
 
     if tier not in ("auto", *TIERS):
         raise UsageError(f"--tier must be auto, L0, L1 or L2, not {tier!r}")

@@ -1,6 +1,6 @@
 """Layer 1 as a filter: deterministic text rules on each message (``rules`` command).
 
-The rules themselves are pure ``str -> str`` functions in :mod:`compactctl.rules_text`
+The rules themselves are pure ``str -> str`` functions in :mod:`compactctl.layers.text_rules`
 (seed 001's nine, plus ANSI/progress-redraw removal). This module chooses them per message
 (smart selection: CJK, tables, code), records one CompactEvent ``mode: "rules"`` naming the
 targets and every rule with its version, and registers the replay reducer that re-applies
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .micro import NAMESPACE
-from .model import CompactEvent, Event, Message, event_from_dict, message_text
-from .replay import View, reducer, replay, tool_names
-from .tokens import TokenCounter, estimate_tokens
+from compactctl.layers.micro import NAMESPACE
+from compactctl.model import CompactEvent, Event, Message, event_from_dict, message_text
+from compactctl.replay import View, reducer, replay, tool_names
+from compactctl.tokens import TokenCounter, estimate_tokens
 
 if TYPE_CHECKING:
-    from .rules_text import Rule
+    from compactctl.layers.text_rules import Rule
 
 # rules_text (dozens of regexes) is imported inside the functions that use it: replay imports
 # this module to register the reducer, and ``inspect`` should not pay for compiling the rules.
@@ -64,7 +64,7 @@ class RulesOptions:
         Raises:
             KeyError: an unknown name in ``only`` or ``skip``.
         """
-        from .rules_text import RULES, get_rule
+        from compactctl.layers.text_rules import RULES, get_rule
 
         for name in (*(self.only or ()), *self.skip):
             get_rule(name)  # raises KeyError naming the known rules
@@ -94,7 +94,7 @@ class _Rewriter:
     """
 
     def __init__(self, versions: Mapping[str, int], *, trace: bool = False) -> None:
-        from . import rules_text  # once here rather than an import statement per text
+        from compactctl.layers import text_rules as rules_text
 
         self._text = rules_text
         self.versions = dict(versions)
@@ -127,7 +127,7 @@ class _Rewriter:
         return code
 
     def rules_for(self, text: str, is_code: bool) -> list[Rule]:
-        """The rules :func:`~compactctl.rules_text.select_rules` picks, at the recorded
+        """The rules :func:`~compactctl.layers.text_rules.select_rules` picks, at the recorded
         versions."""
         selected = self._text.select_rules(text, is_code=is_code, only=self._only)
         if self._current:
@@ -343,7 +343,7 @@ def _plan(
     if not targets:
         return None, report, rw
     ids = [m.uuid for m in targets if m.uuid]
-    from .rules_text import APPLY_RULES_VERSION
+    from compactctl.layers.text_rules import APPLY_RULES_VERSION
 
     params = {
         "version": 1,
@@ -388,7 +388,7 @@ def rules(
     opts = RulesOptions(only=tuple(only) if only is not None else None, skip=tuple(skip))
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from .timeutil import now_rfc3339
+        from compactctl.timeutil import now_rfc3339
 
         log = list(events)
         yield from log

@@ -1,6 +1,6 @@
 """Layer 2 as a filter: near-duplicate messages (``dedup`` command).
 
-Detection is :func:`compactctl.similarity.find_duplicates` (exact repeats by hash, then word
+Detection is :func:`compactctl.layers.similarity.find_duplicates` (exact repeats by hash, then word
 3-gram shingles with Jaccard >= 0.6, MinHash LSH above a few hundred candidates; seed 001).
 The newer copy is kept. An older duplicate tool output is replaced by a short pointer to the
 newer one (the tool block stays valid); an older duplicate assistant text without tool
@@ -21,11 +21,11 @@ from typing import Any
 
 import orjson
 
-from .errors import UsageError
-from .micro import NAMESPACE
-from .model import CompactEvent, Event, Message, event_from_dict
-from .replay import View, reducer, replay, tool_names
-from .tokens import TokenCounter
+from compactctl.errors import UsageError
+from compactctl.layers.micro import NAMESPACE
+from compactctl.model import CompactEvent, Event, Message, event_from_dict
+from compactctl.replay import View, reducer, replay, tool_names
+from compactctl.tokens import TokenCounter
 
 __all__ = ["DedupOptions", "apply_dedup", "dedup", "plan_dedup", "pointer_text"]
 
@@ -138,8 +138,8 @@ def plan_dedup(
     Raises:
         ValueError: ``counter``'s encoding is unavailable and there are duplicates to count.
     """
-    from .inspector import prompt_tokens
-    from .similarity import find_duplicates
+    from compactctl.app.inspector import prompt_tokens
+    from compactctl.layers.similarity import find_duplicates
 
     counter = counter or TokenCounter("estimate")
     log = list(events)
@@ -226,7 +226,7 @@ def dedup(threshold: float = 0.6, scope: str = "all", *, timestamp: str | None =
     opts = DedupOptions(threshold=threshold, scope=scope)
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from .timeutil import now_rfc3339
+        from compactctl.timeutil import now_rfc3339
 
         log = list(events)
         yield from log

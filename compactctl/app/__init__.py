@@ -1,0 +1,1 @@
+"""The application: options, the run over many files, reports, the store, inspect."""

@@ -1,0 +1,1 @@
+"""The layers: each plans events to append to a session (rules, dedup, micro, summary, tiers)."""
