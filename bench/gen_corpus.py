@@ -1,4 +1,4 @@
-"""A corpus of realistic canonical sessions (DESIGN.md section 3) for ``make bench``.
+"""A corpus of realistic canonical sessions (docs/design.md section 3) for ``make bench``.
 
 Each session is one coding-agent run on a made-up repository: a user asks for a fix, the
 assistant reads files, greps, edits, runs the tests and the build, and reports. What the

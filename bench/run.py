@@ -8,7 +8,9 @@ MB (default 200) under ``bench/corpus/``, then measures, on the same files:
   (the encoding ``inspect`` picks), on 1 and on 2 threads;
 - compactctl, one subprocess per measured command over all files: ``inspect --estimate``
   and ``inspect`` (exact tokens) with ``--jobs 1`` and ``--jobs 2`` (best of 3 and of 2
-  runs, as the baselines they are compared with), ``rules``, ``dedup``,
+  runs, as the baselines they are compared with); ``eval`` against ``inspect`` with the
+  same flags on the same files, on the corpus as generated and on a compacted copy
+  (``compact --force``, not timed), as a ratio of their times; ``rules``, ``dedup``,
   ``compact --force`` (extractive), each on a fresh copy of the corpus (they append in
   place; the copy is made outside the timed region), and the chain
   ``rules - | dedup - | compact --micro-only -`` from stdin to stdout, file by file;
@@ -25,7 +27,7 @@ absolute times, are what to compare across machines: the baselines run in the sa
 Environment: ``BENCH_MB`` (corpus size, default 200), ``BENCH_SEED`` (default 1),
 ``BENCH_DEDUP_N`` (comma-separated sizes, default ``20000,100000``), ``BENCH_MANY``
 (the large file count, default 1000), ``BENCH_SKIP`` (comma-separated section names to skip:
-``baselines``, ``inspect``, ``layers``, ``chain``, ``startup``, ``dedup``, ``many``).
+``baselines``, ``inspect``, ``eval``, ``layers``, ``chain``, ``startup``, ``dedup``, ``many``).
 """
 
 from __future__ import annotations
@@ -635,6 +637,40 @@ class Bench:
                 repeat=2,
             )
 
+    def evaluate(self) -> None:
+        """``eval`` against ``inspect`` on the same files with the same flags (issue 16: eval
+        is at least as fast as inspect), each the best of 3 (``--estimate``) or 2 (exact)
+        runs, measured in turn: on the corpus as generated (nothing compacted: every probe
+        is found in its own message) and on a copy compacted with ``compact --force`` (not
+        timed: summaries to search, probes lost). The ratio is inspect's time over eval's:
+        1.0 or more means eval is at least as fast."""
+        compacted = copy_corpus(self.files, self.tmp / "eval-compacted")
+        run_proc([*self.cc, "compact", "--force", "-q", "--jobs", "2", str(compacted[0].parent)],
+                 env=self.env)  # fmt: skip
+        for label, files in (("", self.files), (", compacted", compacted)):
+            for flags, jobs, repeat in ((["--estimate"], 1, 3), ([], 2, 2)):
+                mode = "--estimate" if flags else "(exact)"
+                args = [*flags, "--jobs", str(jobs)]
+                seen = self.timed(f"inspect {mode} --jobs {jobs}{label} (eval's pair)",
+                                  ["inspect", *args], files, repeat)  # fmt: skip
+                row = self.timed(f"eval {mode} --jobs {jobs}{label}", ["eval", *args],
+                                 files, repeat)  # fmt: skip
+                row.baseline = seen.name
+                row.ratio = seen.seconds / row.seconds
+                row.target = f">=1.00 of inspect: {'met' if row.ratio >= 1 else 'NOT met'}"
+        shutil.rmtree(compacted[0].parent)
+
+    def timed(self, name: str, args: Sequence[str], files: Sequence[Path], repeat: int) -> Row:
+        """A read-only command over the folder of ``files``: the best of ``repeat`` runs, and
+        the largest peak RSS (rows added without a baseline ratio)."""
+        argv = [*self.cc, *args, str(files[0].parent)]
+        with open(os.devnull, "wb") as null:
+            runs = [run_proc(argv, env=self.env, stdout=null) for _ in range(repeat)]
+        mb = sum(f.stat().st_size for f in files) / MB
+        return self.add(Row(name, min(r.seconds for r in runs), mb,
+                            peak_mb=max(r.peak_kb for r in runs) / 1024, budget_mb=self.budget,
+                            note=f"best of {repeat}"))  # fmt: skip
+
     def layers(self) -> None:
         common = ["-q", "--jobs", "2"]
         two = "2 workers vs the 1-core baseline; in place, fresh copy"
@@ -1182,6 +1218,8 @@ def main() -> int:
             bench.baselines()
         if "inspect" not in skip:
             bench.inspect()
+        if "eval" not in skip:
+            bench.evaluate()
         if "layers" not in skip:
             bench.layers()
         if "chain" not in skip:

@@ -1,9 +1,9 @@
 """The one exception hierarchy of compactctl.
 
 The library raises :class:`CompactError` subclasses; only ``cli.py`` turns them into a message
-on stderr and an exit code (STYLE.md habit 8). Each class carries the exit code a script sees.
+on stderr and an exit code (docs/style.md habit 8). Each class carries the exit code a script sees.
 
-Exit codes (DESIGN.md section 4): 0 done or nothing to do, 1 ``--check`` found work,
+Exit codes (docs/design.md section 4): 0 done or nothing to do, 1 ``--check`` found work,
 2 usage or config error, 3 some input could not be processed, 75 a lock could not be taken
 in time (``EX_TEMPFAIL`` from BSD ``sysexits.h``: the run may simply be retried, as cron
 wrappers and ``sendmail`` do).

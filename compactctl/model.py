@@ -1,9 +1,9 @@
-"""The canonical event types of compactctl JSONL version 1 (DESIGN.md section 3).
+"""The canonical event types of compactctl JSONL version 1 (docs/design.md section 3).
 
 An :class:`Event` is one line of a transcript: its parsed JSON object (``data``), the raw
 bytes it was read from (``raw``, without the trailing ``\\n``) and its 1-based line number.
 Events are immutable; a filter that changes one yields ``event.evolve(...)``, which drops the
-raw bytes so the writer re-serializes only what changed (STYLE.md habits 2 and 4).
+raw bytes so the writer re-serializes only what changed (docs/style.md habits 2 and 4).
 
 The subclasses give typed access to the fields replay and the layers use:
 

@@ -1,4 +1,4 @@
-"""Replay: the event log -> the effective context (DESIGN.md section 3, "Replay").
+"""Replay: the event log -> the effective context (docs/design.md section 3, "Replay").
 
 :func:`replay` is one pure, deterministic function. It takes the messages in file order, then
 applies each CompactEvent and SummaryEvent in file order:
@@ -183,7 +183,7 @@ def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
         Message objects themselves (their raw bytes intact); changed ones are evolved copies;
         summaries appear as user messages with ``summaryOf``.
 
-    Memory: holds the session's messages (one session at a time, DESIGN.md section 7).
+    Memory: holds the session's messages (one session at a time, docs/design.md section 7).
 
     >>> from compactctl.model import event_from_dict as ev
     >>> log = [ev({"type": "message", "uuid": "m1", "role": "user", "content": "a"}),

@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from compactctl.text import CJK_LETTERS
+
 __all__ = [
     "MESSAGE_OVERHEAD",
     "TokenCounter",
@@ -44,7 +46,7 @@ MESSAGE_OVERHEAD = 3
 with tiktoken": ``tokens_per_message = 3`` for gpt-3.5-turbo-0613 and later)."""
 
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK = re.compile(f"[{CJK_LETTERS}]")
 
 
 def ensure_offline_encodings() -> str | None:

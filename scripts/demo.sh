@@ -21,18 +21,24 @@ step $BIN/compactctl compact --force "$DEMO/session.jsonl"   # idempotent: appen
 step $BIN/compactctl inspect --json "$DEMO/session.jsonl" --estimate \
   | $BIN/python -c 'import json,sys; f=json.load(sys.stdin)["files"][0]; print("tokens", f["tokens"], "-> effective", f["effectiveTokens"], "| history:", [h.get("mode") or h.get("format") for h in f["history"]])'
 
-echo "== 3. The layers as a pipe: rules | dedup | compact, stdin to stdout"
+echo "== 3. What did the compaction keep? Probes from the original messages, in the effective context"
+step $BIN/compactctl eval "$DEMO/session.jsonl"
+step $BIN/compactctl eval --compare default "$DEMO/small.jsonl"
+step $BIN/compactctl eval --min-retention 0.9 --min error=1 --json "$DEMO/session.jsonl" >/dev/null \
+  && echo "CI gate passed (exit 0): retention >= 0.9, every error line kept"
+
+echo "== 4. The layers as a pipe: rules | dedup | compact, stdin to stdout"
 printf '\n\033[1m$ compactctl rules - < small.jsonl | compactctl dedup - | compactctl compact --force --materialize - > context.jsonl\033[0m\n'
 $BIN/compactctl rules - < "$DEMO/small.jsonl" | $BIN/compactctl dedup - \
   | $BIN/compactctl compact --force --materialize - > "$DEMO/context.jsonl"
 echo "context.jsonl: $(wc -l < "$DEMO/context.jsonl") messages (from $(grep -c '"type":"message"' "$DEMO/small.jsonl"))"
 
-echo "== 4. A Claude Code session file: read as is, written as canonical JSONL with -o"
+echo "== 5. A Claude Code session file: read as is, written as canonical JSONL with -o"
 step $BIN/compactctl compact --force -o "$DEMO/claude-compacted.jsonl" "$DEMO/claude-session.jsonl"
 
-echo "== 5. Tiers: L0/L1/L2 from the newest summary, recorded on a superseding SummaryEvent"
+echo "== 6. Tiers: L0/L1/L2 from the newest summary, recorded on a superseding SummaryEvent"
 step $BIN/compactctl tiers "$DEMO/session.jsonl"
 step $BIN/compactctl tiers "$DEMO/session.jsonl"   # idempotent
 
-echo "== 6. Across sessions, from the SQLite store: runs per day, tokens saved, breakers"
+echo "== 7. Across sessions, from the SQLite store: runs per day, tokens saved, breakers"
 step $BIN/compactctl inspect --store

@@ -1,4 +1,4 @@
-"""Bad input (issue 7, DESIGN.md sections 4 and 6): one parameter per kind of damage.
+"""Bad input (docs/design.md sections 4 and 6): one parameter per kind of damage.
 
 Each case is a transcript (the small sample with the damage in it, or the damage alone) run
 through the CLI: ``inspect --json`` names the problem and its line and changes nothing;

@@ -234,7 +234,7 @@ VALID_SECTIONS = (
     "<analysis>short</analysis>\n<summary>\n"
     + "\n".join(
         f"### {s}\n- {s} item"
-        for s in SECTIONS  # the ten sections of seed 003, in order
+        for s in SECTIONS  # the ten sections of Coding Code's context service, in order
     )
     + "\n</summary>"
 )

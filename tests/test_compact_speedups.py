@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactctl import text as shared_text
 from compactctl.app.commands import load
 from compactctl.app.inspector import prompt_tokens
 from compactctl.errors import SummarizerError
@@ -21,6 +22,10 @@ from compactctl.layers.summary import CompactOptions, _Sizes, plan_compact
 from compactctl.model import Event, Message, event_from_dict
 from compactctl.replay import replay
 from compactctl.summarize import extractive as X
+from compactctl.summarize.extractive import failures as xf
+from compactctl.summarize.extractive import intent as xi
+from compactctl.summarize.extractive import prose as xp
+from compactctl.summarize.extractive import tools as xt
 from compactctl.tokens import TokenCounter, message_payload
 
 from .conftest import SAMPLES
@@ -171,10 +176,10 @@ def test_plan_compact_numbers_equal_full_replays_on_the_samples():
 
 
 def _exit_code_reference(text: str) -> int | None:
-    match = X._EXIT_RE.search(text)
+    match = xf._EXIT_RE.search(text)
     if match:
         return int(match.group(1) or match.group(2))
-    match = X._JSON_EXIT_RE.search(text[:2000])
+    match = xf._JSON_EXIT_RE.search(text[:2000])
     return int(match.group(1)) if match else None
 
 
@@ -183,19 +188,19 @@ def _found_errors_reference(text: str) -> list[str]:
     lines = text.split("\n")
     for index, raw in enumerate(lines):
         line = raw.strip()
-        if X._LOG_LEVEL_RE.search(line) and not line.startswith(("def ", "class ", "#", "//")):
-            found.append(X._log_error(line))
+        if xf._LOG_LEVEL_RE.search(line) and not line.startswith(("def ", "class ", "#", "//")):
+            found.append(xf._log_error(line))
         elif line.startswith("Traceback (most recent call last)"):
             for after in lines[index + 1 :]:
-                start = X._EXC_AT_START_RE.match(after.strip())
-                if start and X._exception_name(start.group("name")):
+                start = xf._EXC_AT_START_RE.match(after.strip())
+                if start and xf._exception_name(start.group("name")):
                     found.append(after.strip())
                     break
-    return X._dedupe_exact(found)[: X.ERROR_LINES_PER_RESULT]
+    return xp.dedupe_exact(found)[: xf.ERROR_LINES_PER_RESULT]
 
 
 def _pytest_counts_reference(text: str) -> str:
-    matches = X._PYTEST_COUNTS_RE.findall(text[-5000:])
+    matches = xf._PYTEST_COUNTS_RE.findall(text[-5000:])
     return matches[-1].strip().rstrip(",") if matches else ""
 
 
@@ -263,51 +268,51 @@ PIECES = st.one_of(
 @given(st.lists(PIECES, max_size=14))
 def test_extractive_prefilters_agree_with_the_regexes(parts: list[str]):
     text = "".join(parts)
-    if X._EXIT_RE.search(text):
-        assert X._may_report_exit(text)
-    assert X._exit_code(text) == _exit_code_reference(text)
-    assert X._found_errors(text) == _found_errors_reference(text)
-    assert X._pytest_counts(text) == _pytest_counts_reference(text)
+    if xf._EXIT_RE.search(text):
+        assert xf._may_report_exit(text)
+    assert xf.reported_exit_code(text) == _exit_code_reference(text)
+    assert xf.found_errors(text) == _found_errors_reference(text)
+    assert xf.pytest_counts(text) == _pytest_counts_reference(text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_extractive_prefilters_agree_on_any_text(text: str):
-    assert X._exit_code(text) == _exit_code_reference(text)
-    assert X._found_errors(text) == _found_errors_reference(text)
-    assert X._pytest_counts(text) == _pytest_counts_reference(text)
+    assert xf.reported_exit_code(text) == _exit_code_reference(text)
+    assert xf.found_errors(text) == _found_errors_reference(text)
+    assert xf.pytest_counts(text) == _pytest_counts_reference(text)
 
 
 def test_the_case_folds_the_exit_prefilter_knows_are_all_there_are():
     """Only İ, ı and ſ match a letter of the exit phrases without lowering to it."""
-    letters = set("".join(X._EXIT_PHRASES + X._RETURN_PHRASES).replace(" ", ""))
+    letters = set("".join(xf._EXIT_PHRASES + xf._RETURN_PHRASES).replace(" ", ""))
     any_letter = re.compile("[" + "".join(sorted(letters)) + "]", re.IGNORECASE)
     odd = {
         chr(cp)
         for cp in range(128, 0x30000)  # every cased character lies below U+30000
         if any_letter.fullmatch(chr(cp)) and chr(cp).lower() not in letters
     }
-    assert odd == set(X._FOLDS_TO_ASCII)
+    assert odd == set(shared_text.FOLDS_TO_ASCII)
 
 
 def _sample_texts() -> list[str]:
     texts = []
     for path in sorted(SAMPLES.glob("*.canonical.jsonl")):
         _, events = load(str(path))
-        texts += [X._text_of(e.data.get("content")) for e in events if isinstance(e, Message)]
+        texts += [xp.text_of(e.data.get("content")) for e in events if isinstance(e, Message)]
     return texts
 
 
 def test_extractive_prefilters_agree_on_the_samples():
     texts = _sample_texts()
-    assert any(X._found_errors(t) for t in texts)  # the samples exercise the slow path too
+    assert any(xf.found_errors(t) for t in texts)  # the samples exercise the slow path too
     for text in texts:
-        assert X._exit_code(text) == _exit_code_reference(text)
-        assert X._found_errors(text) == _found_errors_reference(text)
-        assert X._pytest_counts(text) == _pytest_counts_reference(text)
-        assert X._sentence_flags(text) == (
-            tuple(X._sentences(text)),
-            tuple(X._is_constraint(s) for s in X._sentences(text)),
+        assert xf.reported_exit_code(text) == _exit_code_reference(text)
+        assert xf.found_errors(text) == _found_errors_reference(text)
+        assert xf.pytest_counts(text) == _pytest_counts_reference(text)
+        assert xi.sentence_flags(text) == (
+            tuple(xp.split_sentences(text)),
+            tuple(xi.states_constraint(s) for s in xp.split_sentences(text)),
         )
 
 
@@ -343,18 +348,18 @@ COMMANDS = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(COMMANDS)
 def test_cached_command_parsing_equals_parsing_afresh(command: str):
-    fresh: Any = X._command_files_cached.__wrapped__(command)  # type: ignore[attr-defined]
-    first = X._command_files(command)
+    fresh: Any = xt._command_files_cached.__wrapped__(command)  # type: ignore[attr-defined]
+    first = xt.command_files(command)
     assert first == list(fresh)
     first.append(("changed", "by the caller"))  # a caller changing its list...
-    assert X._command_files(command) == list(fresh)  # ...changes nothing cached
+    assert xt.command_files(command) == list(fresh)  # ...changes nothing cached
     for line in command.split("\n"):
-        assert X._shell_tokens(line) == X._shell_tokens.__wrapped__(line)  # type: ignore[attr-defined]
+        assert xt._shell_tokens(line) == xt._shell_tokens.__wrapped__(line)  # type: ignore[attr-defined]
 
 
 @given(st.sampled_from(["bash", "Bash", "update_plan", "read_file", "apply_patch", "x"]))
 def test_cached_tool_kind_equals_classifying_afresh(name: str):
-    assert X._tool_kind(name) == X._tool_kind.__wrapped__(name)  # type: ignore[attr-defined]
+    assert xt.tool_kind(name) == xt.tool_kind.__wrapped__(name)  # type: ignore[attr-defined]
 
 
 def test_text_caches_are_emptied_after_each_summary():
@@ -374,5 +379,5 @@ def test_text_caches_are_emptied_after_each_summary():
     request = SummaryRequest(messages=messages, prior=None, format="sections", max_chars=4000)
     text = X.ExtractiveSummarizer().summarize(request).text
     assert "`cat a.py`" in text
-    caches = (X._shell_tokens, X._command_files_cached, X._sentence_flags)
+    caches = (xt._shell_tokens, xt._command_files_cached, xi.sentence_flags)
     assert [c.cache_info().currsize for c in caches] == [0, 0, 0]  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Concurrency (issue 7, DESIGN.md section 6): an agent writing, other compactctl runs, locks.
+"""Concurrency (docs/design.md section 6): an agent writing, other compactctl runs, locks.
 
 - An agent-like writer (tests/agent_writer.py: large lines, lines written in several
   ``write()`` calls, no lock) appends while compactctl runs several times on the same file:

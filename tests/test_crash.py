@@ -1,4 +1,4 @@
-"""Crash trials (issue 7, DESIGN.md section 6): SIGKILL compactctl at random points.
+"""Crash trials (docs/design.md section 6): SIGKILL compactctl at random points.
 
 Each trial copies a fixture, starts a command, kills it with SIGKILL after a random delay,
 then checks what a crash may leave:
@@ -43,7 +43,8 @@ from typing import Any
 import orjson
 import pytest
 
-from compactctl.app.commands import OutputOptions, compact_path, effective_lines, rules_path
+from compactctl.app.commands import OutputOptions, compact_path, rules_path
+from compactctl.app.inspect import effective_lines
 from compactctl.io.jsonl import parse_line
 from compactctl.model import BadLine
 

@@ -244,7 +244,7 @@ def test_cjk_session() -> None:
     )
 
 
-def test_cjk_task_state_display_is_within_the_seed_000_default() -> None:
+def test_cjk_task_state_display_is_within_the_default_max_summary_chars() -> None:
     result = summarize(load_messages("cjk-s3"), "task-state", 1200)
     parsed = parse_task_state(result.text)
     assert len(parsed.display_summary) <= 1200

@@ -1,6 +1,6 @@
 """Importers (compactctl.formats) against the generated samples and hand-written fixtures.
 
-The samples tell one story in several formats (FORMATS.md section 9); every importer must
+The samples tell one story in several formats (docs/formats.md section 9); every importer must
 yield the canonical sample's conversation: the same messages per role, tool calls, links,
 turns, user texts and (where the format's tool wording allows) tool outputs. The fixtures
 under ``fixtures/formats/`` cover what the samples do not: branches, sidechains, native
@@ -248,7 +248,7 @@ def test_small_tool_outputs_match_canonical(
     """Tool output texts equal the canonical ones where the tools' wording is the same:
     command output (Codex wraps it in an ``Exit code``/``Output:`` header, Claude prefixes
     failures with ``Exit code N``), file reads (Claude numbers the lines), searches.
-    Edits and plans are worded differently per tool on purpose (FORMATS.md section 9)."""
+    Edits and plans are worded differently per tool on purpose (docs/formats.md section 9)."""
     compared = 0
     for ours, theirs in zip(
         by_role(small[name], "tool"), by_role(small["canonical"], "tool"), strict=True

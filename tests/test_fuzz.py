@@ -1,4 +1,4 @@
-"""Fuzzing (issue 7) with hypothesis: reading, replay and every filter on wild event streams.
+"""Fuzzing with hypothesis: reading, replay and every filter on wild event streams.
 
 The streams are sessions (tests/strategies.py) with, mixed in anywhere: summaries and
 compact events of every mode (well-formed, or with fields of any JSON type), unknown event

@@ -1,8 +1,10 @@
-"""The fast ``inspect`` of canonical JSON lines (``inspect_fast``) never changes a result.
+"""The two adapters of the ``inspect`` accumulator never disagree.
 
-``inspect_lines`` is compared with the path it replaces, ``inspect_events`` over the events
-``load`` reads, on random logs (odd field types, bad lines, a BOM, a torn last line, repeated
-tool outputs, compact and summary events) cut into random blocks, and on every sample file.
+``inspect_lines`` (orjson dicts straight from canonical JSON lines) is compared with
+``inspect_events`` over the events ``load`` reads (format handling, then Event objects), on
+random logs (odd field types, bad lines, a BOM, a torn last line, repeated tool outputs,
+compact and summary events) cut into random blocks, and on every sample file. Both feed
+``InspectAccumulator``; it is also fed in pieces, which must not change a count.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.app.commands import InspectOptions, _to_canonical, inspect_path, load
-from compactctl.app.inspect_fast import _repeats, inspect_lines
-from compactctl.app.inspector import inspect_events
+from compactctl.app.commands import _to_canonical, load
+from compactctl.app.inspect import InspectOptions, inspect_path
+from compactctl.app.inspect_fast import inspect_lines
+from compactctl.app.inspector import InspectAccumulator, _repeats, inspect_events
 from compactctl.io.jsonl import read_blocks, split_lines, split_lines_nl
-from compactctl.model import BadLine, Event
+from compactctl.model import BadLine, Event, Message
 from compactctl.tokens import TokenCounter
 
 from .conftest import FIXTURES
@@ -293,3 +296,52 @@ def test_unavailable_encoding_fails_as_the_general_path(tmp_path: Path, data: by
     slow = _outcome(lambda: inspect_events(load(str(path))[1], path=str(path), counter=counter))
     fast = _outcome(lambda: inspect_path(str(path), InspectOptions(encoding="no-such-encoding")))
     assert isinstance(fast, str) and fast == slow
+
+
+@settings(max_examples=200, deadline=None)
+@given(files(), st.integers(0, 30), st.sampled_from([None, "L1"]))
+def test_feeding_in_pieces_changes_nothing(data: bytes, cut: int, tier: str | None) -> None:
+    events = list(read_blocks([data]))
+    items = [(e.line, e if isinstance(e, BadLine) else e.data) for e in events]
+
+    def report(*pieces: list[Any]) -> Any:
+        acc = InspectAccumulator(TokenCounter("estimate"), top=3)
+        acc.bom = data.startswith(b"\xef\xbb\xbf") and not isinstance(events[0], BadLine)
+        for piece in pieces:
+            acc.feed(piece)
+        return _outcome(
+            lambda: acc.report(
+                path="p", fmt="canonical", context_window=None, tier=tier, events=lambda: events
+            )
+        )
+
+    assert report(items[:cut], items[cut:]) == report(items)
+    assert report(items) == _outcome(
+        lambda: inspect_events(events, path="p", counter=TokenCounter("estimate"), top=3, tier=tier)
+    )
+
+
+def test_a_message_before_the_session_needs_a_counter() -> None:
+    from compactctl.app.inspector import UnknownCounter
+
+    acc = InspectAccumulator()
+    acc.feed([(1, {"type": "session", "uuid": "s", "model": "gpt-4o"})])
+    assert acc.counter is not None and acc.counter.encoding_name == "o200k_base"
+    late = InspectAccumulator()
+    with pytest.raises(UnknownCounter):
+        late.feed([(1, {"type": "message", "uuid": "m", "role": "user", "content": "hi"})])
+
+
+def test_turns_are_derived_as_the_reader_assigns_them() -> None:
+    data = (
+        b'{"type":"message","uuid":"a","role":"system","content":"s"}\n'
+        b'{"type":"message","uuid":"b","role":"user","content":"1"}\n'
+        b'{"type":"message","uuid":"c","role":"user","content":"meta","isMeta":true}\n'
+        b'{"type":"message","uuid":"d","role":"user","content":"2"}\n'
+        b'{"type":"message","uuid":"e","role":"assistant","content":"x","turnId":7}\n'
+        b'{"type":"message","uuid":"f","role":"user","content":"3"}\n'
+    )
+    events = list(read_blocks([data]))
+    assert [e.turn for e in events if isinstance(e, Message)] == [0, 1, 1, 2, 7, 8]
+    result = inspect_lines([data], path="p", counter=TokenCounter("estimate"))
+    assert isinstance(result, dict) and result["turns"] == 8

@@ -150,14 +150,15 @@ def test_heap_is_trimmed_after_large_sessions_of_transforming_commands_only(
     from typer.testing import CliRunner
 
     from compactctl import cli
+    from compactctl.app import runner
 
     sample = Path(__file__).resolve().parent.parent / "fixtures/samples/small-s1.canonical.jsonl"
     big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
     big.write_bytes(sample.read_bytes())
     small.write_bytes(sample.read_bytes().split(b"\n", 1)[0] + b"\n")
     trims: list[int] = []
-    monkeypatch.setattr(cli, "_release_memory", lambda: trims.append(1))
-    monkeypatch.setattr(cli, "TRIM_MIN_BYTES", big.stat().st_size)
+    monkeypatch.setattr(runner, "_release_memory", lambda: trims.append(1))
+    monkeypatch.setattr(runner, "TRIM_MIN_BYTES", big.stat().st_size)
     runner = CliRunner()
     args = [str(big), str(small), "--jobs", "1", "--estimate", "-q"]
     assert runner.invoke(cli.app, ["inspect", *args]).exit_code == 0

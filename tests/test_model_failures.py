@@ -1,4 +1,4 @@
-"""Model failures (issue 7, DESIGN.md sections 5 and 6), through litellm's real call path.
+"""Model failures (docs/design.md sections 5 and 6), through litellm's real call path.
 
 ``litellm.completion`` is wrapped to answer with ``mock_response`` (an exception instance
 raises it, as the provider's error would be raised). Every failure: nothing is appended

@@ -6,7 +6,7 @@
   the filters after it (dedup, micro) do not run the rules on every target again: the events
   and the replayed context are those of the plain path (``plan_rules``, a fresh replay).
 - A stage reading a pipe imports what it will need while the pipe is still empty
-  (``cli._warm_while_waiting``): it imports nothing otherwise, and the output is the same.
+  (``runner.warm_while_waiting``): it imports nothing otherwise, and the output is the same.
 """
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ def test_rules_filter_hands_over_its_results_and_forgets_the_last_session() -> N
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = """
-import sys, compactctl.cli as cli
+import sys, compactctl.cli, compactctl.app.runner as runner
 before = set(sys.modules)
-cli._warm_while_waiting(sys.argv[1:2], ("compactctl.layers.text_rules",))
+runner.warm_while_waiting(sys.argv[1:2], ("compactctl.layers.text_rules",))
 sys.stdout.write(str("compactctl.layers.text_rules" in set(sys.modules) - before))
 """
 
@@ -193,9 +193,9 @@ def test_tiktoken_is_warmed_only_for_exact_counts() -> None:
     """On an empty pipe: ``"estimate"`` imports no tiktoken; ``None`` (the session's
     encoding, exact) imports it."""
     code = (
-        "import sys, compactctl.cli as cli\n"
+        "import sys, compactctl.cli, compactctl.app.runner as runner\n"
         "enc = None if sys.argv[1] == 'None' else sys.argv[1]\n"
-        "cli._warm_while_waiting(['-'], ('compactctl.formats',), enc)\n"
+        "runner.warm_while_waiting(['-'], ('compactctl.formats',), enc)\n"
         "sys.stdout.write(str('tiktoken' in sys.modules))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compactctl import text as shared_text
 from compactctl.io.jsonl import read_bytes
 from compactctl.layers import text_rules as rules_text
 from compactctl.layers.rules import RulesOptions, plan_rules
@@ -28,6 +29,14 @@ from compactctl.layers.text_rules import (
     select_rules,
     strip_ansi,
 )
+from compactctl.layers.text_rules import ansi as tr_ansi
+from compactctl.layers.text_rules import bullets as tr_bullets
+from compactctl.layers.text_rules import cjk as tr_cjk
+from compactctl.layers.text_rules import emoji as tr_emoji
+from compactctl.layers.text_rules import lines as tr_lines
+from compactctl.layers.text_rules import markdown as tr_markdown
+from compactctl.layers.text_rules import protect as tr_protect
+from compactctl.layers.text_rules import selection as tr_selection
 from compactctl.model import Message, event_from_dict
 
 from .conftest import SAMPLES
@@ -44,12 +53,12 @@ def _reference_fenced_blocks(text: str) -> list[tuple[int, int]]:
     blocks: list[tuple[int, int]] = []
     position = 0
     while True:
-        opener = rules_text._FENCE_OPEN_RE.search(text, position)
+        opener = tr_protect._FENCE_OPEN_RE.search(text, position)
         if opener is None:
             return blocks
         fence = opener.group(1) or opener.group(2)
         end = -1
-        for closer in rules_text._FENCE_CLOSE_RE.finditer(text, opener.end() + 1):
+        for closer in tr_protect._FENCE_CLOSE_RE.finditer(text, opener.end() + 1):
             candidate = closer.group(1)
             if candidate[0] == fence[0] and len(candidate) >= len(fence):
                 end = closer.end()
@@ -72,11 +81,11 @@ def _reference_inline_code_spans(text: str, start: int, end: int) -> list[tuple[
     previous_end = start
     for match in _REFERENCE_BACKTICK_RUN_RE.finditer(text, start, end):
         if line and text.find("\n", previous_end, match.start()) >= 0:
-            rules_text._pair_runs(line, spans)
+            tr_protect._pair_runs(line, spans)
             line = []
         line.append(match.span())
         previous_end = match.end()
-    rules_text._pair_runs(line, spans)
+    tr_protect._pair_runs(line, spans)
     return spans
 
 
@@ -92,7 +101,7 @@ def _reference_spans(text: str) -> list[tuple[int, int, bool]]:
 
 
 def _reference_mask(text: str) -> tuple[str, list[str], str]:
-    sentinel = rules_text._pick_sentinel(text)
+    sentinel = tr_protect._pick_sentinel(text)
     originals: list[str] = []
     inline_ids: dict[str, int] = {}
     parts: list[str] = []
@@ -118,7 +127,7 @@ def _reference_pieces(
 ) -> list[tuple[bool, str]]:
     pieces: list[tuple[bool, str]] = []
     position = 0
-    for match in rules_text._PLACEHOLDER_RE.finditer(masked):
+    for match in tr_protect.PLACEHOLDER_RE.finditer(masked):
         index = int(match.group(2))
         if match.group(1) != sentinel or index >= len(originals):
             continue
@@ -174,7 +183,7 @@ def _reference_strip_ansi(text: str) -> str:
             shown = ""
             for segment in line.split("\r"):
                 visible = _REFERENCE_ANSI_RE.sub("", segment)
-                if rules_text._ERASE_LINE_RE.search(segment):
+                if tr_ansi._ERASE_LINE_RE.search(segment):
                     shown = visible
                 elif visible:
                     shown = visible + shown[len(visible) :]
@@ -217,7 +226,7 @@ def _reference_looks_like_code(text: str) -> bool:
 
 def _reference_collapse_whitespace(text: str) -> str:
     """collapse_whitespace as first written: every line stripped, one at a time."""
-    lines, trailing = rules_text._split_lines(text)
+    lines, trailing = tr_lines.split_lines(text)
     out: list[str] = []
     previous_blank = False
     for line in lines:
@@ -230,7 +239,7 @@ def _reference_collapse_whitespace(text: str) -> str:
         previous_blank = blank
     if out == lines:
         return text
-    return rules_text._join_lines(out, trailing)
+    return tr_lines.join_lines(out, trailing)
 
 
 # The decorative line and the bullet start as first written (a repeated group).
@@ -240,14 +249,14 @@ _REFERENCE_BULLET_LINE_RE = re.compile(r"^[ \t]*[-*+][ \t]", re.M)
 
 def _reference_bullets(lines: Sequence[str]) -> list[object]:
     return [
-        rules_text._parse_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
+        tr_bullets._parse_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
         for i, line in enumerate(lines)
     ]
 
 
 def _reference_code_tokens(text: str) -> frozenset[str]:
     found = {text[start:end] for start, end in _reference_inline_code_spans(text, 0, len(text))}
-    found.update(match.group() for match in rules_text._PLACEHOLDER_RE.finditer(text))
+    found.update(match.group() for match in tr_protect.PLACEHOLDER_RE.finditer(text))
     return frozenset(found)
 
 
@@ -267,11 +276,11 @@ def _reference_select(
     if is_code:
         return [rule.name for rule in chosen if rule.safe_for_code]
     dropped: set[str] = set()
-    if rules_text._CJK_RE.search(text) is None:
+    if tr_cjk.CJK_RE.search(text) is None:
         dropped.add("cjk_punct")
-    if not rules_text._has_table(text):
+    if not tr_selection._has_table(text):
         dropped.add("tables")
-    if rules_text._FENCE_OPEN_RE.search(text) is not None:
+    if tr_protect._FENCE_OPEN_RE.search(text) is not None:
         dropped.update(("similar_bullets", "short_bullets"))
     return [rule.name for rule in chosen if rule.name not in dropped]
 
@@ -318,10 +327,10 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 @SETTINGS
 @given(text=TEXTS)
 def test_span_prefilters_agree_with_the_full_search(text: str) -> None:
-    assert rules_text._spans(text) == _reference_spans(text)
-    masked = rules_text._mask(text)
+    assert tr_protect._spans(text) == _reference_spans(text)
+    masked = tr_protect.mask(text)
     assert masked == _reference_mask(text)
-    assert rules_text._pieces(*masked) == _reference_pieces(*masked)
+    assert tr_protect.masked_pieces(*masked) == _reference_pieces(*masked)
 
 
 @SETTINGS
@@ -343,7 +352,7 @@ def test_stepwise_matches_one_rule_at_a_time(text: str) -> None:
 @SETTINGS
 @given(text=TEXTS)
 def test_factored_ansi_regex_matches_the_same_spans(text: str) -> None:
-    assert [m.span() for m in rules_text._ANSI_RE.finditer(text)] == [
+    assert [m.span() for m in shared_text.ANSI_RE.finditer(text)] == [
         m.span() for m in _REFERENCE_ANSI_RE.finditer(text)
     ]
     assert strip_ansi(text) == _reference_strip_ansi(text)
@@ -355,14 +364,14 @@ def test_looks_like_code_agrees_with_the_per_line_regex(text: str) -> None:
     assert looks_like_code(text) == _reference_looks_like_code(text)
     for line in text.split("\n"):  # each line test gives the per-line regex's answer
         sample = "\n" + line
-        starts = rules_text._CODE_START_RE.findall(sample)
-        fast = bool(starts) or rules_text._count_code_ends(sample) == 1
+        starts = tr_selection._CODE_START_RE.findall(sample)
+        fast = bool(starts) or tr_selection._count_code_ends(sample) == 1
         assert fast == (_REFERENCE_CODE_LINE_RE.search(line) is not None), repr(line)
         assert starts in ([], [sample]), repr(line)  # a start takes its whole line
-        assert len(rules_text._NUMBERED_LINE_RE.findall(sample)) == bool(
+        assert len(tr_selection._NUMBERED_LINE_RE.findall(sample)) == bool(
             _REFERENCE_NUMBERED_LINE_RE.match(line)
         ), repr(line)
-        assert bool(rules_text._DIFF_HUNK_RE.search(sample)) == bool(
+        assert bool(tr_selection._DIFF_HUNK_RE.search(sample)) == bool(
             line.startswith("@@") and _REFERENCE_DIFF_HUNK_RE.match(line)
         ), repr(line)
 
@@ -371,11 +380,11 @@ def test_looks_like_code_agrees_with_the_per_line_regex(text: str) -> None:
 @given(text=TEXTS)
 def test_code_lines_are_counted_in_one_pass(text: str) -> None:
     lines = _reference_sample_lines(text)
-    sample = rules_text._code_sample(text)
+    sample = tr_selection._code_sample(text)
     assert sample == "".join("\n" + line for line in lines)
-    starts = rules_text._CODE_START_RE.findall(sample)
-    code = len(starts) + rules_text._count_code_ends(sample)
-    code -= rules_text._count_code_ends("".join(starts))
+    starts = tr_selection._CODE_START_RE.findall(sample)
+    code = len(starts) + tr_selection._count_code_ends(sample)
+    code -= tr_selection._count_code_ends("".join(starts))
     assert code == _reference_code_lines(lines)
     indented = sum(1 for line in lines if line.startswith(("    ", "\t")))
     assert sample.count("\n    ") + sample.count("\n\t") == indented
@@ -385,16 +394,16 @@ def test_code_lines_are_counted_in_one_pass(text: str) -> None:
 @given(text=TEXTS, chunk=st.integers(min_value=0, max_value=12), limit=st.integers(1, 6))
 def test_code_sample_in_small_chunks(text: str, chunk: int, limit: int) -> None:
     # Chunks of a few characters and a sample of a few lines: every boundary case is reached.
-    saved = rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS
-    saved_head = rules_text._SAMPLE_HEAD_RE
+    saved = tr_selection._CODE_SAMPLE_LINES, tr_selection._SAMPLE_CHUNK_CHARS
+    saved_head = tr_selection._SAMPLE_HEAD_RE
     try:
-        rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS = limit, chunk
-        rules_text._SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{limit}}}")
+        tr_selection._CODE_SAMPLE_LINES, tr_selection._SAMPLE_CHUNK_CHARS = limit, chunk
+        tr_selection._SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{limit}}}")
         expected = [line for line in text.split("\n") if line.strip()][:limit]
-        assert rules_text._code_sample(text) == "".join("\n" + line for line in expected)
+        assert tr_selection._code_sample(text) == "".join("\n" + line for line in expected)
     finally:
-        rules_text._CODE_SAMPLE_LINES, rules_text._SAMPLE_CHUNK_CHARS = saved
-        rules_text._SAMPLE_HEAD_RE = saved_head
+        tr_selection._CODE_SAMPLE_LINES, tr_selection._SAMPLE_CHUNK_CHARS = saved
+        tr_selection._SAMPLE_HEAD_RE = saved_head
 
 
 @SETTINGS
@@ -417,28 +426,28 @@ def test_selection_prefilters_agree(text: str) -> None:
 @SETTINGS
 @given(text=TEXTS)
 def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
-    lines = rules_text._split_lines(text)[0]
+    lines = tr_lines.split_lines(text)[0]
     bullet_line = _REFERENCE_BULLET_LINE_RE.search(text) is not None
-    assert rules_text._may_have_bullets(text) == bullet_line
-    assert rules_text._bullets(lines) == _reference_bullets(lines)
+    assert tr_bullets._may_have_bullets(text) == bullet_line
+    assert tr_bullets._bullets(lines) == _reference_bullets(lines)
     for line in lines:
-        assert bool(rules_text._DECORATIVE_RE.fullmatch(line)) == bool(
+        assert bool(tr_lines.DECORATIVE_RE.fullmatch(line)) == bool(
             _REFERENCE_DECORATIVE_RE.fullmatch(line)
         ), repr(line)
     decorative = (
-        rules_text._DECORATIVE_START_RE.match(text) is not None
-        or rules_text._DECORATIVE_AFTER_NEWLINE_RE.search(text) is not None
+        tr_lines._DECORATIVE_START_RE.match(text) is not None
+        or tr_lines._DECORATIVE_AFTER_NEWLINE_RE.search(text) is not None
     )
     assert decorative == any(_REFERENCE_DECORATIVE_RE.fullmatch(line) for line in lines)
     heading = (
-        rules_text._HEADING_START_RE.match(text) is not None
-        or rules_text._HEADING_AFTER_NEWLINE_RE.search(text) is not None
+        tr_markdown._HEADING_START_RE.match(text) is not None
+        or tr_markdown._HEADING_AFTER_NEWLINE_RE.search(text) is not None
     )
-    assert heading == any(rules_text._HEADING_RE.match(line) for line in lines)
+    assert heading == any(tr_lines.HEADING_RE.match(line) for line in lines)
     if text.isascii():  # strip_emoji returns early: no emoji can start
-        assert rules_text._EMOJI_CANDIDATE_RE.search(text) is None
+        assert tr_emoji._EMOJI_CANDIDATE_RE.search(text) is None
     for line in lines:
-        assert rules_text._code_tokens(line) == _reference_code_tokens(line)
+        assert tr_bullets._code_tokens(line) == _reference_code_tokens(line)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -448,9 +457,9 @@ def test_collapse_whitespace_agrees_with_the_line_loop(text: str) -> None:
     assert rules_text.collapse_whitespace(text) == expected
     # The prefilter is exact: it finds work exactly when the loop changes something.
     work = (
-        rules_text._WHITESPACE_WORK_RE.search(text) is not None
-        or text.endswith(rules_text._TRAILING_BLANK_ENDS)
-        or rules_text._WHITESPACE_WORK_AT_START_RE.match(text) is not None
+        tr_lines._WHITESPACE_WORK_RE.search(text) is not None
+        or text.endswith(tr_lines._TRAILING_BLANK_ENDS)
+        or tr_lines._WHITESPACE_WORK_AT_START_RE.match(text) is not None
     )
     assert work == (expected != text), repr(text)
 
@@ -458,15 +467,13 @@ def test_collapse_whitespace_agrees_with_the_line_loop(text: str) -> None:
 @SETTINGS
 @given(text=TEXTS)
 def test_fence_lines_and_inline_spans_agree_with_the_search(text: str) -> None:
-    assert rules_text._fenced_blocks(text) == _reference_fenced_blocks(text)
-    assert rules_text._has_fence_opener(text) == (
-        rules_text._FENCE_OPEN_RE.search(text) is not None
-    )
+    assert tr_protect._fenced_blocks(text) == _reference_fenced_blocks(text)
+    assert tr_protect.has_fence_opener(text) == (tr_protect._FENCE_OPEN_RE.search(text) is not None)
     for start in range(len(text) + 1):  # every region start, as between fenced blocks
-        assert rules_text._inline_code_spans(text, start, len(text)) == (
+        assert tr_protect.inline_code_spans(text, start, len(text)) == (
             _reference_inline_code_spans(text, start, len(text))
         )
-        assert rules_text._inline_code_spans(text, 0, start) == (
+        assert tr_protect.inline_code_spans(text, 0, start) == (
             _reference_inline_code_spans(text, 0, start)
         )
 
@@ -477,13 +484,13 @@ _REFERENCE_UNESCAPED_PIPE_RE = re.compile(r"(?<!\\)\|")
 @SETTINGS
 @given(text=st.one_of(TEXTS, st.text(alphabet="`|\\ a\n", max_size=30)))
 def test_literal_first_regexes_find_the_same(text: str) -> None:
-    assert [m.span() for m in rules_text._BACKTICK_RUN_RE.finditer(text)] == [
+    assert [m.span() for m in tr_protect._BACKTICK_RUN_RE.finditer(text)] == [
         m.span() for m in _REFERENCE_BACKTICK_RUN_RE.finditer(text)
     ]
-    assert [m.span() for m in rules_text._UNESCAPED_PIPE_RE.finditer(text)] == [
+    assert [m.span() for m in tr_markdown._UNESCAPED_PIPE_RE.finditer(text)] == [
         m.span() for m in _REFERENCE_UNESCAPED_PIPE_RE.finditer(text)
     ]
-    assert rules_text._UNESCAPED_PIPE_RE.split(text) == _REFERENCE_UNESCAPED_PIPE_RE.split(text)
+    assert tr_markdown._UNESCAPED_PIPE_RE.split(text) == _REFERENCE_UNESCAPED_PIPE_RE.split(text)
 
 
 @pytest.mark.parametrize(
@@ -493,14 +500,14 @@ def test_literal_first_regexes_find_the_same(text: str) -> None:
 def test_code_sample_is_the_first_500_non_blank_lines(lines: int) -> None:
     text = "\n".join("" if i % 3 == 0 else ("x = 1" if i % 5 else "words") for i in range(lines))
     expected = [line for line in text.split("\n") if line.strip()][:500]
-    assert rules_text._code_sample(text) == "".join("\n" + line for line in expected)
+    assert tr_selection._code_sample(text) == "".join("\n" + line for line in expected)
     assert looks_like_code(text) == _reference_looks_like_code(text)
 
 
 def test_code_sample_of_a_huge_text_reads_only_its_head() -> None:
     line = "word " * 30
     text = "\n".join([line] * 20_000)  # 3 MB, far more than 500 lines
-    assert rules_text._code_sample(text) == ("\n" + line) * 500
+    assert tr_selection._code_sample(text) == ("\n" + line) * 500
     assert looks_like_code(text) is False
 
 

@@ -1,4 +1,4 @@
-"""cli.run_files with a process pool: input order kept, largest file first within a window."""
+"""runner.run_files with a process pool: input order kept, largest file first within a window."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from compactctl import cli
+from compactctl.app import runner
 from compactctl.app.config import Settings
 from compactctl.app.report import Report
 
@@ -29,7 +30,7 @@ def test_results_in_input_order_and_each_window_largest_first(tmp_path: Path) ->
         paths.append(str(p))
     report = Report()
     results = list(
-        cli.run_files(
+        runner.run_files(
             paths,
             _stamp,
             jobs=2,

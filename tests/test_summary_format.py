@@ -1,8 +1,9 @@
 """The two summary formats: render/parse round trips, validators, truncation.
 
-Rules under test come from seed 003 (ten ``### `` sections inside ``<summary>``) and seed 000
-(task_state with exactly eight fields, a ``[compact_summary]`` display summary with five
-sections of at least one non-empty bullet, 1200 characters by default).
+Rules under test come from Coding Code's context service (ten ``### `` sections inside
+``<summary>``) and NeoCode's compact protocol (task_state with exactly eight fields, a
+``[compact_summary]`` display summary with five sections of at least one non-empty bullet,
+1200 characters by default).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _sections(**overrides: list[str]) -> dict[str, list[str]]:
 # ----------------------------------------------------------------------- sections format
 
 
-def test_render_sections_has_the_seed_003_layout() -> None:
+def test_render_sections_has_the_ten_section_layout() -> None:
     text = render_sections(_sections(), analysis="3 messages")
     assert text.startswith(
         "<analysis>\n3 messages\n</analysis>\n\n<summary>\n### Primary Request\n"

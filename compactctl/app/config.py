@@ -6,6 +6,10 @@ The config file is ``--config PATH``, else ``$COMPACTCTL_CONFIG``, else
 (``keep_recent = 10``); a table per command overrides the top level
 (``[compact] model = "openai/gpt-4o-mini"``). The environment variable of a key is
 ``COMPACTCTL_`` + the key in upper case (``COMPACTCTL_MODEL``).
+
+:meth:`Settings.get` resolves one key; :func:`compactctl.app.options.resolve` builds a whole
+options dataclass with it, parsing each value by the field's type (booleans by
+:func:`to_bool`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from compactctl.errors import UsageError
 
@@ -24,6 +28,7 @@ __all__ = [
     "Settings",
     "default_config_path",
     "load_config",
+    "to_bool",
     "unknown_keys",
 ]
 
@@ -39,7 +44,7 @@ KNOWN_KEYS = frozenset(
 """Every key a config file may set (the long option names with ``_``, plus config-only
 ``pin_patterns``, ``preserve``, ``redact``, ``tiers_model``)."""
 
-COMMANDS = frozenset({"inspect", "compact", "rules", "dedup", "tiers", "convert"})
+COMMANDS = frozenset({"inspect", "compact", "rules", "dedup", "tiers", "convert", "eval"})
 """The tables a config file may have, one per command."""
 
 
@@ -125,11 +130,16 @@ class Settings:
     def get(self, key: str, flag: T | None, default: T, convert: Callable[[Any], T]) -> T:
         """The value of ``key``: ``flag`` if given, else env, else config file, else default.
 
+        An environment or config value is parsed by ``convert`` (``bool`` by
+        :func:`to_bool`, so ``COMPACTCTL_REDACT=0`` is false).
+
         Raises:
             UsageError: the env or config value cannot be converted (names the source).
         """
         if flag is not None:
             return flag
+        if convert is bool:  # bool("0") is True: a boolean is parsed from its words
+            convert = cast(Callable[[Any], T], to_bool)
         env_name = "COMPACTCTL_" + key.upper()
         if env_name in self._env:
             try:

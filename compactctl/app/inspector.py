@@ -1,32 +1,46 @@
 """``inspect``: counts, sizes, tokens, compaction history and validation findings of a transcript.
 
-:func:`inspect_events` is the library entry: it takes one session's events and returns a
-plain dict (the per-file object of ``inspect --json``; keys camelCase). It holds the
-session's messages in memory to replay the effective context (one session at a time).
+:class:`InspectAccumulator` owns every number of the report and builds its dict in one
+place. It consumes a session's lines as ``(line number, JSON object or BadLine)`` pairs
+(:data:`Item`), so what is counted is decided here only. Two adapters feed it:
+
+- :func:`inspect_events`, the library entry, with the objects of ``Event`` objects (any
+  format, after import);
+- :func:`compactctl.app.inspect_fast.inspect_lines` with the dicts orjson parses from
+  canonical JSON lines (no ``Event`` per line: the fast path of ``inspect``).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
-from compactctl.model import BadLine, CompactEvent, Event, Message, SessionEvent, SummaryEvent
+from compactctl.io.jsonl import BOM
+from compactctl.model import (
+    BadLine,
+    CompactEvent,
+    Event,
+    Message,
+    SessionEvent,
+    SummaryEvent,
+    is_real_user,
+)
 from compactctl.replay import known_modes, replay
-from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, context_window_for, message_payload
+from compactctl.session import context_window as window_of
+from compactctl.session import encoding_name
+from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, message_payload
 
 __all__ = [
     "Finding",
+    "InspectAccumulator",
     "bad_line_finding",
-    "effective_context",
-    "find_problems",
     "history_entry",
     "inspect_events",
     "prompt_tokens",
     "prompt_total",
     "reduction_findings",
-    "tool_row",
 ]
 
 Finding = dict[str, Any]
@@ -43,6 +57,16 @@ _BAD_LINE_MESSAGES = {
     "invalid-utf8": "line is not valid UTF-8 (kept, skipped by replay)",
 }
 
+_ROLE_ROW = ("messages", "bytes", "chars", "tokens")
+"""The fields of a ``byRole`` row: messages (a count), bytes, chars, tokens."""
+
+_TOOL_ROW = ("calls", "results", "errors", "bytes", "chars", "tokens")
+"""The fields of a ``byTool`` row: calls, results, errors (counts), bytes, chars, tokens."""
+
+_DUP_TAIL = 32
+"""Chars at the end of a tool output that, with its length, bucket it for the exact repeat
+search (texts are compared whole only within a bucket, :func:`_repeats`)."""
+
 
 def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
     """The prompt estimate of a message list, in tokens.
@@ -54,76 +78,24 @@ def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
     return _prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
 
 
-def find_problems(events: list[Event]) -> list[Finding]:
-    """Validation findings with line numbers, in line order.
+def _prompt_sum(counts: list[int]) -> int:
+    """:func:`prompt_tokens` from the payload counts of the messages."""
+    return prompt_total(sum(counts), len(counts))
 
-    Kinds: ``malformed``, ``not-object``, ``torn``, ``blank``, ``invalid-utf8``, ``bom``,
-    ``missing-uuid``, ``duplicate-uuid``, ``tool-call-without-result``,
-    ``tool-result-without-call``, ``unknown-replaces``, ``unknown-target``, ``unknown-mode``.
+
+def prompt_total(payload_tokens: int, messages: int) -> int:
+    """:func:`prompt_tokens` from the payload tokens of ``messages`` messages, summed (tokens).
+
+    >>> prompt_total(0, 0), prompt_total(10, 2)
+    (0, 19)
     """
-    findings: list[Finding] = []
-    seen: dict[str, int | None] = {}
-    calls: dict[str, Event] = {}
-    answered: set[str] = set()
-    modes = set(known_modes())
-    for e in events:
-        if isinstance(e, BadLine):
-            findings.append(bad_line_finding(e))
-            continue
-        if e.line == 1 and e.raw is not None and e.raw.startswith(b"\xef\xbb\xbf"):
-            findings.append(
-                {"line": 1, "kind": "bom", "message": "file starts with a UTF-8 BOM (ignored)"}
-            )
-        data = e.data
-        uuid = data.get("uuid")
-        if not isinstance(uuid, str):  # Event.uuid, read directly (hot loop)
-            if e.type in {"message", "compact", "summary"}:
-                findings.append(
-                    {"line": e.line, "kind": "missing-uuid", "message": f"{e.type} has no uuid"}
-                )
-        elif uuid in seen:
-            findings.append(
-                {
-                    "line": e.line,
-                    "kind": "duplicate-uuid",
-                    "message": f"uuid {uuid} already used on line {seen[uuid]}",
-                }
-            )
-        else:
-            seen[uuid] = e.line
-        if isinstance(e, Message):
-            tool_calls = data.get("toolCalls")  # Message.tool_calls, without the list
-            if isinstance(tool_calls, list):
-                for c in tool_calls:
-                    if isinstance(c, dict):
-                        cid = c.get("id")
-                        if isinstance(cid, str):
-                            calls[cid] = e
-            if data.get("role") == "tool":
-                cid = e.tool_call_id
-                if cid is None or cid not in calls:
-                    findings.append(
-                        {
-                            "line": e.line,
-                            "kind": "tool-result-without-call",
-                            "message": f"tool result answers unknown call {cid!r}",
-                        }
-                    )
-                else:
-                    answered.add(cid)
-        elif isinstance(e, (SummaryEvent, CompactEvent)):
-            findings.extend(reduction_findings(e, seen, modes))
-    for cid, e in calls.items():
-        if cid not in answered:
-            findings.append(
-                {
-                    "line": e.line,
-                    "kind": "tool-call-without-result",
-                    "message": f"tool call {cid} has no result",
-                }
-            )
-    findings.sort(key=lambda f: (f["line"] or 0, f["kind"]))
-    return findings
+    if not messages:
+        return 0
+    return payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING
+
+
+def _finding(line: int | None, kind: str, message: str) -> Finding:
+    return {"line": line, "kind": kind, "message": message}
 
 
 def bad_line_finding(e: BadLine) -> Finding:
@@ -135,7 +107,7 @@ def bad_line_finding(e: BadLine) -> Finding:
     msg = _BAD_LINE_MESSAGES.get(e.problem, e.problem)
     if e.detail and e.problem in {"malformed", "invalid-utf8", "not-object"}:
         msg = f"{msg}: {e.detail}"
-    return {"line": e.line, "kind": e.problem, "message": msg}
+    return _finding(e.line, e.problem, msg)
 
 
 def reduction_findings(
@@ -151,62 +123,17 @@ def reduction_findings(
     """
     findings: list[Finding] = []
     if isinstance(e, SummaryEvent):
-        unknown = [u for u in e.replaces if u not in seen]
-        if unknown:
-            findings.append(
-                {
-                    "line": e.line,
-                    "kind": "unknown-replaces",
-                    "message": f"replaces {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
-                }
-            )
-        return findings
-    if e.mode not in modes:
-        findings.append(
-            {
-                "line": e.line,
-                "kind": "unknown-mode",
-                "message": f"compact mode {e.mode!r} is not known to this version "
-                "(kept, not applied)",
-            }
-        )
-    unknown = [u for u in e.targets if u not in seen]
+        kind, what, uuids = "unknown-replaces", "replaces", e.replaces
+    else:
+        kind, what, uuids = "unknown-target", "targets", e.targets
+        if e.mode not in modes:
+            message = f"compact mode {e.mode!r} is not known to this version (kept, not applied)"
+            findings.append(_finding(e.line, "unknown-mode", message))
+    unknown = [u for u in uuids if u not in seen]
     if unknown:
-        findings.append(
-            {
-                "line": e.line,
-                "kind": "unknown-target",
-                "message": f"targets {len(unknown)} unknown uuid(s), e.g. {unknown[0]}",
-            }
-        )
+        message = f"{what} {len(unknown)} unknown uuid(s), e.g. {unknown[0]}"
+        findings.append(_finding(e.line, kind, message))
     return findings
-
-
-def effective_context(
-    log: Iterable[Event],
-    messages: list[Message],
-    counts: list[int],
-    counter: TokenCounter,
-    tier: str | None,
-) -> tuple[int, int]:
-    """``(effectiveTokens, effectiveMessages)``: the prompt estimate (tokens) and the length
-    of the effective context replayed from ``log``.
-
-    Args:
-        log: the events in file order (replay reads messages, compact and summary events).
-        messages: the log's messages, the objects ``log`` holds, in order.
-        counts: the payload tokens of ``messages`` (reused for the messages replay keeps;
-            the others are counted with ``counter``).
-        counter: the token counter.
-        tier: the summary tier to show (``None``: the selected one).
-    """
-    view = replay(log, tier=tier)
-    # the view's unchanged messages are the input objects: reuse their counts
-    known = {id(m): n for m, n in zip(messages, counts, strict=True)}
-    changed = [m for m in view if id(m) not in known]
-    changed_counts = counter.count_many([message_payload(m.data) for m in changed])
-    known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
-    return _prompt_sum([known[id(m)] for m in view]), len(view)
 
 
 def history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
@@ -229,6 +156,334 @@ def history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
         entry["stats"] = e.data["stats"]
     entry["timestamp"] = e.data.get("timestamp")
     return entry
+
+
+Item = tuple[int | None, dict[str, Any] | BadLine]
+"""One line for :meth:`InspectAccumulator.feed`: ``(line, object)``. ``line`` is its line
+number (``None`` for an imported event that has none); ``object`` the parsed JSON object,
+or the :class:`~compactctl.model.BadLine` of a line that is none."""
+
+
+class UnknownCounter(LookupError):
+    """A message came before the session event whose model picks the encoding, and the
+    accumulator was given no counter (:meth:`InspectAccumulator.feed`)."""
+
+
+class InspectAccumulator:
+    """Every counter of one session's ``inspect`` report, fed the session's lines in order.
+
+    :meth:`feed` consumes the lines (it may be called several times, each continuing where
+    the last stopped); :meth:`report` then returns the per-file dict of ``inspect --json``.
+    The JSON objects are counted by their ``type`` field, as the reader builds events from
+    them: ``message`` (turn ids derived as :func:`~compactctl.io.jsonl.assign_turns` does),
+    ``session`` (the first one gives the model and context window), ``compact`` and
+    ``summary`` (findings, history, and the replay of the effective context); every object
+    counts toward ``events`` and the uuid findings.
+
+    Args:
+        counter: the token counter; ``None`` until the first session event, whose model picks
+            the encoding (:func:`compactctl.session.encoding_name`).
+        top: how many of the largest tool outputs to list (none when ``top <= 0``).
+
+    Attributes:
+        counter: the token counter (``None`` while unknown).
+        bom: the file starts with a UTF-8 BOM (set by the reader; a ``bom`` finding).
+        findings: the findings so far, in feeding order (:meth:`report` adds the unanswered
+            tool calls and sorts them).
+
+    Memory: a few ints per message, the tool outputs' texts (for the exact repeats) and the
+    compact and summary events; no message is kept.
+
+    >>> acc = InspectAccumulator(TokenCounter("estimate"))
+    >>> acc.feed([(1, {"type": "message", "uuid": "a", "role": "user", "content": "hello"}),
+    ...           (2, BadLine(b"{", 2, "malformed", "unexpected end"))])
+    >>> r = acc.report(path="p", fmt="canonical", context_window=9, tier=None, events=list)
+    >>> r["byRole"]
+    {'user': {'messages': 1, 'bytes': 5, 'chars': 5, 'tokens': 2}}
+    >>> r["events"], r["tokens"], [f["kind"] for f in r["findings"]]
+    ({'bad': 1, 'message': 1}, 8, ['malformed'])
+    """
+
+    def __init__(self, counter: TokenCounter | None = None, *, top: int = 10) -> None:
+        self.counter = counter
+        self.top = top
+        self.bom = False
+        self.findings: list[Finding] = []
+        self._session: SessionEvent | None = None
+        self._lines = 0
+        self._turn = 0  # the running turn id (jsonl.assign_turns)
+        self._max_turn: int | None = None
+        self._by_type: dict[str, int] = {}
+        self._by_role: dict[str, dict[str, int]] = {}
+        self._by_tool: dict[str, dict[str, int]] = {}
+        self._counts: list[int] = []  # payload tokens of each message
+        self._message_lines: list[int | None] = []
+        self._seen: dict[str, int | None] = {}  # uuid -> line of its first use
+        self._call_line: dict[str, int | None] = {}  # call id -> line of the last message making it
+        self._answered: set[str] = set()
+        self._tool_of_call: dict[str, str] = {}
+        # heap of the largest tool outputs: (tokens, -index, uuid, line, toolName, callId, chars)
+        self._outputs: list[tuple[Any, ...]] = []
+        # tool outputs by (length, tail): only texts sharing both are compared whole
+        self._buckets: dict[tuple[int, str], Any] = {}
+        self._source_dup_bytes = 0
+        self._reductions: list[CompactEvent | SummaryEvent] = []
+        self._modes: set[str] | None = None
+
+    def feed(self, items: Iterable[Item]) -> None:
+        """Count lines, in file order (see :data:`Item`).
+
+        Per line: its type (``bad``, or the object's ``type``; ``untyped`` when missing or
+        not a string) and its findings (a bad line's problem, ``missing-uuid``,
+        ``duplicate-uuid``, and those of :func:`reduction_findings`). Per message: its turn,
+        its role's messages, bytes, chars and tokens (of :func:`~compactctl.tokens.
+        message_payload`), its tool calls; for a tool result, its tool's row, the largest
+        outputs, the exact repeats, the source's ``duplicateBytes`` and the
+        ``tool-result-without-call`` finding.
+
+        One loop over local names: this is the inner loop of ``inspect``.
+
+        Raises:
+            UnknownCounter: a message comes before the counter is known.
+            ValueError: the counter's tiktoken encoding is not available offline.
+        """
+        counter, top = self.counter, self.top
+        lines, turn, max_turn = self._lines, self._turn, self._max_turn
+        by_type, by_role, by_tool = self._by_type, self._by_role, self._by_tool
+        findings, seen, counts = self.findings, self._seen, self._counts
+        message_lines, buckets, outputs = self._message_lines, self._buckets, self._outputs
+        call_line, answered, tool_of_call = self._call_line, self._answered, self._tool_of_call
+        try:
+            for line, data in items:
+                if line is not None:
+                    lines += 1
+                if isinstance(data, BadLine):
+                    by_type["bad"] = by_type.get("bad", 0) + 1
+                    findings.append(bad_line_finding(data))
+                    continue
+                t = data.get("type")
+                key = t if isinstance(t, str) and t else "untyped"
+                by_type[key] = by_type.get(key, 0) + 1
+                uuid = data.get("uuid")
+                if not isinstance(uuid, str):
+                    if t == "message" or t == "compact" or t == "summary":
+                        findings.append(_finding(line, "missing-uuid", f"{t} has no uuid"))
+                elif uuid in seen:
+                    message = f"uuid {uuid} already used on line {seen[uuid]}"
+                    findings.append(_finding(line, "duplicate-uuid", message))
+                else:
+                    seen[uuid] = line
+                if t != "message":
+                    if t == "session":
+                        if self._session is None:
+                            self._session = SessionEvent(data, None, line)
+                            if counter is None:
+                                counter = TokenCounter(encoding_name(None, self._session.model))
+                    elif t == "compact" or t == "summary":
+                        self._reduction(data, line)
+                    continue
+
+                # a message
+                if counter is None:
+                    raise UnknownCounter("a message comes before the session event")
+                role = data.get("role")
+                if not isinstance(role, str):
+                    role = ""
+                tid = data.get("turnId")  # the turn id, as jsonl.assign_turns gives it
+                if isinstance(tid, int) and not isinstance(tid, bool):
+                    turn = tid
+                elif role == "user" and is_real_user(data):
+                    turn += 1
+                if max_turn is None or turn > max_turn:
+                    max_turn = turn
+                content = data.get("content")
+                calls = data.get("toolCalls")
+                # message_payload, inlined for a plain text message
+                text = (
+                    content if calls is None and isinstance(content, str) else message_payload(data)
+                )
+                chars = len(text)
+                if text.isascii():  # the UTF-8 size and estimate_tokens, inlined for ASCII
+                    size = chars
+                    n = (chars + 3) // 4 if counter.is_estimate else counter.count(text)
+                else:
+                    size = len(text.encode("utf-8", "surrogatepass"))
+                    n = counter.count(text)
+                index = len(counts)
+                counts.append(n)
+                message_lines.append(line)
+                row = by_role.get(role or "?") or _new_row(by_role, role or "?", _ROLE_ROW)
+                row["messages"] += 1
+                row["bytes"] += size
+                row["chars"] += chars
+                row["tokens"] += n
+                if isinstance(calls, list) and calls:  # Message.tool_calls, without the list
+                    for c in calls:
+                        if isinstance(c, dict):
+                            name = str(c.get("name") or "?")
+                            cid = c.get("id")
+                            if isinstance(cid, str):
+                                tool_of_call[cid] = name
+                                call_line[cid] = line
+                            row = by_tool.get(name) or _new_row(by_tool, name, _TOOL_ROW)
+                            row["calls"] += 1
+                if role != "tool":
+                    continue
+                tool_name = data.get("toolName")
+                if not isinstance(tool_name, str):
+                    tool_name = None
+                call_id = data.get("toolCallId")
+                if not isinstance(call_id, str):
+                    call_id = None
+                name = tool_name or tool_of_call.get(call_id or "", "?")
+                row = by_tool.get(name) or _new_row(by_tool, name, _TOOL_ROW)
+                row["results"] += 1
+                row["errors"] += data.get("isError") is True
+                row["bytes"] += size
+                row["chars"] += chars
+                row["tokens"] += n
+                if top > 0 and (len(outputs) < top or n > outputs[0][0]):
+                    # (n, -index) is unique: a later output of the least size never enters
+                    uid = uuid if isinstance(uuid, str) else ""
+                    item = (n, -index, uid, line, tool_name, call_id, chars)
+                    if len(outputs) < top:
+                        heapq.heappush(outputs, item)
+                    else:
+                        heapq.heapreplace(outputs, item)
+                if text:  # filed for the exact repeats (_repeats counts each bucket)
+                    bucket = (chars, text[-_DUP_TAIL:])
+                    same = buckets.get(bucket)
+                    if same is None:
+                        buckets[bucket] = text
+                    elif same.__class__ is list:
+                        same.append(text)
+                    else:
+                        buckets[bucket] = [same, text]
+                extra = data.get("duplicateBytes")
+                if isinstance(extra, int):
+                    self._source_dup_bytes += extra
+                if call_id is None or call_id not in call_line:
+                    message = f"tool result answers unknown call {call_id!r}"
+                    findings.append(_finding(line, "tool-result-without-call", message))
+                else:
+                    answered.add(call_id)
+        finally:
+            self.counter = counter
+            self._lines, self._turn, self._max_turn = lines, turn, max_turn
+
+    def replay_lines(self) -> list[int]:
+        """The lines of the messages and of the compact and summary events fed, in file order:
+        the lines replay reads (the lines without a number are left out)."""
+        messages = [n for n in self._message_lines if n is not None]
+        reductions = [e.line for e in self._reductions if e.line is not None]
+        return sorted(messages + reductions)
+
+    def _reduction(self, data: dict[str, Any], line: int | None) -> None:
+        """A compact or summary event: its findings, its ``history`` entry, and its place for
+        the replay of the effective context."""
+        e = (
+            CompactEvent(data, None, line)
+            if data["type"] == "compact"
+            else SummaryEvent(data, None, line)
+        )
+        if self._modes is None:
+            self._modes = set(known_modes())
+        self.findings.extend(reduction_findings(e, self._seen, self._modes))
+        self._reductions.append(e)
+
+    def report(
+        self,
+        *,
+        path: str,
+        fmt: str,
+        context_window: int | None,
+        tier: str | None,
+        events: Callable[[], Iterable[Event]],
+    ) -> dict[str, Any]:
+        """The per-file dict of ``inspect --json`` (see :func:`inspect_events`).
+
+        Args:
+            path: the file name to report.
+            fmt: the source format name to report.
+            context_window: overrides the session's and litellm's context window (tokens;
+                :func:`compactctl.session.context_window`).
+            tier: the summary tier the effective context shows (``None``: the selected one).
+            events: gives the events fed, in order, as ``Event`` objects: at least the
+                messages and the compact and summary events (replay ignores others). Called
+                only when a compact or summary event was fed (the effective context is then
+                replayed; without one it is every message).
+        """
+        model = self._session.model if self._session else None
+        counter = self.counter or TokenCounter(encoding_name(None, model))
+        findings = self.findings + [
+            _finding(line, "tool-call-without-result", f"tool call {cid} has no result")
+            for cid, line in self._call_line.items()
+            if cid not in self._answered
+        ]
+        if self.bom:
+            findings.append(_finding(1, "bom", "file starts with a UTF-8 BOM (ignored)"))
+        findings.sort(key=lambda f: (f["line"] or 0, f["kind"]))
+        largest = [
+            {
+                "uuid": uuid,
+                "line": line,
+                "tool": tool_name or self._tool_of_call.get(call_id or "", "?"),
+                "tokens": n,
+                "chars": chars,
+            }
+            for n, _, uuid, line, tool_name, call_id, chars in sorted(self._outputs, reverse=True)
+        ]
+        repeats = [
+            (text, c)
+            for same in self._buckets.values()
+            if same.__class__ is list
+            for text, c in _repeats(same)
+            if c > 1
+        ]
+        tokens = _prompt_sum(self._counts)
+        effective = (tokens, len(self._counts))
+        if self._reductions:
+            effective = self._replayed(list(events()), counter, tier)
+        return {
+            "path": path,
+            "format": fmt,
+            "lines": self._lines,
+            "events": dict(sorted(self._by_type.items())),
+            "messages": len(self._counts),
+            "turns": self._max_turn or 0,
+            "model": model,
+            "contextWindow": window_of(context_window, self._session, model),
+            "tokenizer": counter.encoding_name,
+            "byRole": dict(sorted(self._by_role.items())),
+            "byTool": dict(sorted(self._by_tool.items())),
+            "tokens": tokens,
+            "effectiveTokens": effective[0],
+            "effectiveMessages": effective[1],
+            "largestToolOutputs": largest,
+            "duplicates": {
+                "exactToolOutputGroups": len(repeats),
+                "redundantToolOutputs": sum(c - 1 for _, c in repeats),
+                "redundantBytes": sum((c - 1) * _utf8_size(text) for text, c in repeats),
+                "sourceDuplicateBytes": self._source_dup_bytes,
+            },
+            "history": [history_entry(e) for e in self._reductions],
+            "findings": findings,
+        }
+
+    def _replayed(
+        self, log: list[Event], counter: TokenCounter, tier: str | None
+    ) -> tuple[int, int]:
+        """``(effectiveTokens, effectiveMessages)``: the prompt estimate (tokens) and the
+        length of the effective context replayed from ``log``. The counts of the messages
+        replay keeps are reused; the others are counted with ``counter``."""
+        messages = [e for e in log if e.type == "message"]  # the messages fed, in order
+        view = replay(log, tier=tier)
+        # the view's unchanged messages are the input objects: reuse their counts
+        known = {id(m): n for m, n in zip(messages, self._counts, strict=True)}
+        changed = [m for m in view if id(m) not in known]
+        changed_counts = counter.count_many([message_payload(m.data) for m in changed])
+        known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
+        return _prompt_sum([known[id(m)] for m in view]), len(view)
 
 
 def inspect_events(
@@ -258,140 +513,63 @@ def inspect_events(
         "effectiveMessages", "largestToolOutputs", "duplicates", "history", "findings"}``.
         ``tokens`` and ``effectiveTokens`` are prompt estimates in tokens (all messages, and
         the effective context); ``tokenizer`` names the encoding, or ``"estimate"``. Sizes are
-        of message text: ``bytes`` UTF-8 bytes, ``chars`` code points.
-    """
-    from compactctl.tokens import encoding_for_model
+        of message text: ``bytes`` UTF-8 bytes, ``chars`` code points. ``findings`` are in
+        line order, kinds: ``malformed``, ``not-object``, ``torn``, ``blank``,
+        ``invalid-utf8``, ``bom``, ``missing-uuid``, ``duplicate-uuid``,
+        ``tool-call-without-result``, ``tool-result-without-call``, ``unknown-replaces``,
+        ``unknown-target``, ``unknown-mode``.
 
+    Each event is counted from its JSON object (``data``) by its ``type``, as the reader
+    builds events, with turn ids derived as :func:`~compactctl.io.jsonl.assign_turns` does
+    (:class:`InspectAccumulator`).
+
+    Raises:
+        ValueError: the counter's tiktoken encoding is not available offline.
+    """
     log = list(events)
     session = next((e for e in log if isinstance(e, SessionEvent)), None)
     model = session.model if session else None
-    if counter is None:
-        counter = TokenCounter(encoding_for_model(model))
-    window = context_window or (session.context_window if session else None)
-    window = window or context_window_for(model)
-
-    by_type: Counter[str] = Counter()
-    messages: list[Message] = []
-    for e in log:
-        if isinstance(e, Message):
-            messages.append(e)
-        by_type["bad" if isinstance(e, BadLine) else (e.type or "untyped")] += 1
-
-    payloads = [message_payload(m.data) for m in messages]
-    counts = counter.count_many(payloads)
-    by_role: dict[str, dict[str, int]] = {}
-    by_tool: dict[str, dict[str, int]] = {}
-    tool_of_call: dict[str, str] = {}
-    outputs: list[tuple[int, int, str]] = []  # (tokens, -index, uuid) heap of largest
-    # exact repeats of tool outputs, keyed by the text itself (already in memory)
-    dup_hashes: Counter[str] = Counter()
-    dup_bytes: dict[str, int] = {}
-    foreign_dup_bytes = 0
-    for i, (m, text, n) in enumerate(zip(messages, payloads, counts, strict=True)):
-        data = m.data
-        chars = len(text)
-        size = chars if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        role = m.role
-        r = by_role.get(role or "?")
-        if r is None:
-            r = by_role[role or "?"] = {"messages": 0, "bytes": 0, "chars": 0, "tokens": 0}
-        r["messages"] += 1
-        r["bytes"] += size
-        r["chars"] += chars
-        r["tokens"] += n
-        calls = data.get("toolCalls")
-        if isinstance(calls, list) and calls:  # Message.tool_calls, without the list
-            for c in calls:
-                if not isinstance(c, dict):
-                    continue
-                name = str(c.get("name") or "?")
-                cid = c.get("id")
-                if isinstance(cid, str):
-                    tool_of_call[cid] = name
-                t = by_tool.get(name)
-                if t is None:
-                    t = by_tool[name] = tool_row()
-                t["calls"] += 1
-        if role == "tool":
-            name = m.tool_name or tool_of_call.get(m.tool_call_id or "", "?")
-            t = by_tool.get(name)
-            if t is None:
-                t = by_tool[name] = tool_row()
-            t["results"] += 1
-            t["errors"] += int(m.is_error)
-            t["bytes"] += size
-            t["chars"] += chars
-            t["tokens"] += n
-            item = (n, -i, m.uuid or "")
-            if len(outputs) < top:
-                heapq.heappush(outputs, item)
-            elif top:
-                heapq.heappushpop(outputs, item)
-            if text:
-                dup_hashes[text] += 1
-                dup_bytes[text] = size
-            extra = data.get("duplicateBytes")
-            if isinstance(extra, int):
-                foreign_dup_bytes += extra
-
-    largest = []
-    for n, neg_i, uuid in sorted(outputs, reverse=True):
-        m = messages[-neg_i]
-        largest.append(
-            {
-                "uuid": uuid,
-                "line": m.line,
-                "tool": m.tool_name or tool_of_call.get(m.tool_call_id or "", "?"),
-                "tokens": n,
-                "chars": len(payloads[-neg_i]),
-            }
-        )
-    groups = {h: c for h, c in dup_hashes.items() if c > 1}
-    effective_tokens, effective_messages = effective_context(log, messages, counts, counter, tier)
-    turns = max((m.turn or 0 for m in messages), default=0)
-    return {
-        "path": path,
-        "format": fmt,
-        "lines": sum(1 for e in log if e.line is not None),
-        "events": dict(sorted(by_type.items())),
-        "messages": len(messages),
-        "turns": turns,
-        "model": model,
-        "contextWindow": window,
-        "tokenizer": counter.encoding_name,
-        "byRole": dict(sorted(by_role.items())),
-        "byTool": dict(sorted(by_tool.items())),
-        "tokens": _prompt_sum(counts),
-        "effectiveTokens": effective_tokens,
-        "effectiveMessages": effective_messages,
-        "largestToolOutputs": largest,
-        "duplicates": {
-            "exactToolOutputGroups": len(groups),
-            "redundantToolOutputs": sum(c - 1 for c in groups.values()),
-            "redundantBytes": sum((c - 1) * dup_bytes[h] for h, c in groups.items()),
-            "sourceDuplicateBytes": foreign_dup_bytes,
-        },
-        "history": [history_entry(e) for e in log if isinstance(e, (CompactEvent, SummaryEvent))],
-        "findings": find_problems(log),
-    }
+    acc = InspectAccumulator(counter or TokenCounter(encoding_name(None, model)), top=top)
+    acc.feed((e.line, e if isinstance(e, BadLine) else e.data) for e in log)
+    acc.bom = any(
+        e.line == 1 and e.raw is not None and e.raw.startswith(BOM) and not isinstance(e, BadLine)
+        for e in log
+    )
+    return acc.report(
+        path=path,
+        fmt=fmt,
+        context_window=context_window,
+        tier=tier,
+        events=lambda: log,
+    )
 
 
-def _prompt_sum(counts: list[int]) -> int:
-    """:func:`prompt_tokens` from the payload counts of the messages."""
-    return prompt_total(sum(counts), len(counts))
+def _new_row(table: dict[str, dict[str, int]], key: str, fields: tuple[str, ...]) -> dict[str, int]:
+    """A zeroed row of ``fields``, put in ``table`` under ``key``."""
+    row = table[key] = dict.fromkeys(fields, 0)
+    return row
 
 
-def prompt_total(payload_tokens: int, messages: int) -> int:
-    """:func:`prompt_tokens` from the payload tokens of ``messages`` messages, summed (tokens).
+def _repeats(texts: list[str]) -> list[tuple[str, int]]:
+    """``Counter(texts).items()`` (first occurrences in order), by ``==`` when few distinct
+    texts share a bucket: a compare runs at memory speed where a hash reads the text slower.
 
-    >>> prompt_total(0, 0), prompt_total(10, 2)
-    (0, 19)
+    >>> _repeats(["a", "b", "a"])
+    [('a', 2), ('b', 1)]
     """
-    if not messages:
-        return 0
-    return payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING
+    groups: list[list[Any]] = []
+    for text in texts:
+        for g in groups:
+            if g[0] == text:
+                g[1] += 1
+                break
+        else:
+            if len(groups) == 8:  # many distinct texts: hash them
+                return list(Counter(texts).items())
+            groups.append([text, 1])
+    return [(g[0], g[1]) for g in groups]
 
 
-def tool_row() -> dict[str, int]:
-    """A zeroed ``byTool`` row: calls, results, errors (counts), bytes, chars, tokens."""
-    return {"calls": 0, "results": 0, "errors": 0, "bytes": 0, "chars": 0, "tokens": 0}
+def _utf8_size(text: str) -> int:
+    """UTF-8 bytes of ``text`` (lone surrogates: 3 bytes each, as ``surrogatepass`` writes)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -1,18 +1,35 @@
-"""The run report: counters, per-file outcomes, the closing summary line and the exit code.
+"""What a run tells its user: the report, each file's line, the ``--json`` document.
 
-One :class:`Report` per run (STYLE.md habit 5, after black's ``Report``). Commands record
-every file's outcome; ``cli.py`` prints :meth:`Report.summary` on stderr and exits with
-:attr:`Report.return_code`.
+One :class:`Report` per run (docs/style.md habit 5, after black's ``Report``): commands
+record every file's outcome; ``cli.py`` prints :meth:`Report.summary` on stderr and exits
+with :attr:`Report.return_code`. :func:`report_line` is the one line a transcript-changing
+command prints per file on stderr; :class:`JsonReport` writes the ``--json`` document as the
+results arrive; :func:`dump_json` prints one JSON value (``--list --json``, ``inspect
+--store --json``).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactctl.errors import EXIT_CHECK, EXIT_INPUT, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, CompactError
+import orjson
 
-__all__ = ["Report"]
+from compactctl.errors import EXIT_CHECK, EXIT_INPUT, EXIT_LOCKED, EXIT_OK, EXIT_USAGE, CompactError
+from compactctl.io.files import STDIN
+
+__all__ = [
+    "SUMMARY_VERBS",
+    "JsonReport",
+    "Report",
+    "convert_line",
+    "dump_json",
+    "print_list",
+    "print_store_report",
+    "report_line",
+]
 
 
 @dataclass
@@ -42,7 +59,7 @@ class Report:
 
     @property
     def return_code(self) -> int:
-        """The exit code (DESIGN.md section 4): 75 if a lock was held too long (retry), else
+        """The exit code (docs/design.md section 4): 75 if a lock was held too long (retry), else
         3 if an input could not be processed, else 2 if only usage/config errors occurred
         (e.g. a missing API key), else 1 if ``--check`` found work, else 0."""
         if self.failures:
@@ -54,6 +71,19 @@ class Report:
         if self.check and self.changed:
             return EXIT_CHECK
         return EXIT_OK
+
+    def totals(self) -> dict[str, Any]:
+        """The ``totals`` of a transcript-changing command's ``--json`` document.
+
+        >>> Report(processed=2, changed=1).totals()
+        {'files': 2, 'changed': 1, 'failed': 0, 'errors': []}
+        """
+        return {
+            "files": self.processed,
+            "changed": self.changed,
+            "failed": len(self.failures),
+            "errors": [{"path": p, "message": e.message} for p, e in self.failures],
+        }
 
     def summary(self, verb: str, rest: str = "unchanged") -> str:
         """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``
@@ -68,3 +98,206 @@ class Report:
         if self.failures:
             parts.append(f"{len(self.failures)} failed")
         return ", ".join(parts) + "."
+
+
+SUMMARY_VERBS = {
+    "compact": "compacted",
+    "rules": "changed by rules",
+    "dedup": "deduplicated",
+    "tiers": "tiered",
+    "convert": "converted",
+}
+"""The verb of each transcript-changing command's closing line (``2 files compacted``)."""
+
+
+def dump_json(doc: Any, *, to_stderr: bool = False) -> None:
+    """Print one JSON value, indented by 2, on stdout (or stderr)."""
+    stream = sys.stderr if to_stderr else sys.stdout
+    stream.flush()
+    stream.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    stream.flush()
+
+
+def print_list(json_out: bool, rows: list[dict[str, Any]], columns: dict[str, str]) -> None:
+    """Print the rows of a ``--list`` (rules, formats) as a table of ``columns`` (header ->
+    key of a row) on stdout, or all of them as JSON."""
+    if json_out:
+        dump_json(rows)
+    else:
+        from compactctl.app.render import table
+
+        cells = [[r[k] for k in columns.values()] for r in rows]
+        sys.stdout.write(table(list(columns), cells, indent=""))
+
+
+def print_store_report(db: str | None, days: int, json_out: bool) -> int:
+    """``inspect --store``: print the cross-session report of the store at ``db`` (``None``:
+    ``$COMPACTCTL_DB`` or the XDG state folder) over ``days`` days; return the exit code.
+
+    A store that cannot be opened or read is reported on stderr (``compactctl: <error>``)
+    and its error's exit code returned.
+
+    Raises:
+        UsageError: there is no store at the path yet.
+    """
+    import time
+
+    from compactctl.app.store import Store, resolve_db_path
+    from compactctl.errors import UsageError
+
+    try:
+        path = resolve_db_path(db)
+        doc = None
+        if path.exists():
+            with Store.open(path) as st:
+                doc = st.report(time.time(), days=days)
+    except CompactError as exc:
+        sys.stderr.write(f"compactctl: {exc}".rstrip("\n") + "\n")
+        return exc.exit_code
+    if doc is None:
+        raise UsageError(
+            f"{path}: no store yet (it is created by the first compact, rules, "
+            "dedup or tiers run); pass --db PATH to read another one"
+        )
+    if json_out:
+        dump_json(doc)
+    else:
+        from compactctl.app.render import store_table
+
+        sys.stdout.write(store_table(doc))
+    return EXIT_OK
+
+
+class JsonReport:
+    """The ``--json`` document ``{"files": [...], "totals": {...}}``, written as results
+    arrive, so a run over any number of files holds one result at a time.
+
+    The bytes equal ``orjson.dumps(doc, option=OPT_INDENT_2)`` of the whole document. It
+    goes to stdout, or to stderr when stdout carries the transcript (stdin input, ``-o -``,
+    ``--materialize`` without ``-o``), so the data stays parseable. Nothing is written
+    before the first result (or the end), so a run that stops on a usage error leaves no
+    half document.
+    """
+
+    def __init__(self, *, to_stderr: bool = False) -> None:
+        self.stream = sys.stderr if to_stderr else sys.stdout
+        self.count = 0
+        self.started = False
+
+    def _start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.stream.flush()
+            self.stream.buffer.write(b'{\n  "files": [')
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Write one file's result (input order is the caller's)."""
+        self._start()
+        body = orjson.dumps(result, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        self.stream.buffer.write((b",\n    " if self.count else b"\n    ") + body)
+        self.count += 1
+
+    def close(self, totals: dict[str, Any]) -> None:
+        """Write ``totals`` and end the document."""
+        self._start()
+        body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+        end = b"\n  ]" if self.count else b"]"
+        self.stream.buffer.write(end + b',\n  "totals": ' + body + b"\n}\n")
+        self.stream.flush()
+
+
+# --- the line each transcript-changing command prints per file --------------------------------
+
+
+def report_line(command: str, r: dict[str, Any]) -> str:
+    """The stderr line of one file's result of ``command`` (compact, rules, dedup, tiers).
+
+    >>> report_line("dedup", {"path": "s.jsonl", "changed": False, "candidates": 4})
+    's.jsonl: unchanged: no duplicates among 4 candidates'
+
+    Raises:
+        KeyError: ``command`` has no line of its own (convert's depends on its flags).
+    """
+    return _LINES[command](r)
+
+
+def _verb(r: dict[str, Any], done: str, would: str) -> str:
+    """The verb of a report line: what happened, where it went, or what would happen."""
+    written = r.get("written")
+    if written is None:
+        return would
+    if written != r["path"]:
+        dest = "stdout" if written == STDIN else written
+        source = "" if r["path"] == STDIN else "source unchanged; "
+        return f"({source}written to {dest}) {done}"
+    return done
+
+
+def _unchanged(r: dict[str, Any], why: str) -> str:
+    return f"{r['path']}: unchanged: {why}"
+
+
+def _compact_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return _unchanged(r, r.get("reason") or "nothing to do")
+    parts = []
+    if r.get("micro"):
+        parts.append(f"micro compaction of {r['micro']['targets']} tool outputs")
+    if r.get("summary"):
+        s = r["summary"]
+        parts.append(f"summary of {s['replaces']} events ({s['model']}, {s['triggerMode']})")
+    est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
+    return (
+        f"{r['path']}: {_verb(r, 'appended', 'would append')} {' + '.join(parts)}; prompt "
+        f"estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+    )
+
+
+def _rules_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return _unchanged(r, "no rule changes any message")
+    top = sorted(r["byRule"].items(), key=lambda kv: -kv[1]["charsSaved"])[:4]
+    detail = ", ".join(f"{k} -{v['charsSaved']} chars" for k, v in top)
+    verb = _verb(r, "rules applied to", "would rewrite")
+    return f"{r['path']}: {verb} {r['targets']} messages, -{r['tokensSaved']} tokens ({detail})"
+
+
+def _dedup_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return _unchanged(r, f"no duplicates among {r['candidates']} candidates")
+    what = f"{r['pairs']} duplicates in {r['groups']} groups ({r['exact']} exact, {r['near']} near)"
+    return f"{r['path']}: {_verb(r, 'marked', 'would mark')} {what}, -{r['tokensSaved']} tokens"
+
+
+def _tiers_line(r: dict[str, Any]) -> str:
+    if not r["changed"]:
+        return _unchanged(r, r.get("reason") or "nothing to do")
+    sizes = ", ".join(f"{k} {v}" for k, v in sorted(r["tiers"].items()))
+    what = f"tiers ({sizes} tokens, {r['tokenizer']}); replay shows {r['selectedTier']}"
+    return f"{r['path']}: {_verb(r, 'added', 'would add')} {what}"
+
+
+_LINES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "compact": _compact_line,
+    "rules": _rules_line,
+    "dedup": _dedup_line,
+    "tiers": _tiers_line,
+}
+
+
+def convert_line(r: dict[str, Any], *, dry_run: bool, check: bool, gate: bool) -> str:
+    """The stderr line of one file's result of ``convert``.
+
+    ``gate``: ``--check`` over several inputs without ``-o DIR/`` (a CI gate that writes
+    nothing): the line says whether the file would be converted.
+
+    >>> convert_line({"path": "a.jsonl", "output": "-", "format": "claude-code", "events": 3},
+    ...              dry_run=True, check=False, gate=False)
+    'a.jsonl: claude-code -> canonical, 3 events (would write stdout)'
+    """
+    to = "stdout" if r["output"] == STDIN else r["output"]
+    if gate:
+        to = "already canonical" if r["format"] == "canonical" else "would convert"
+    elif dry_run or check:
+        to = f"would write {to}"
+    return f"{r['path']}: {r['format']} -> canonical, {r['events']} events ({to})"

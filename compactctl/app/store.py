@@ -18,7 +18,7 @@ Times: every time column holds **unix seconds (UTC) as REAL**; the API takes and
 seconds as ``float``. Only :meth:`Store.report` formats times, as RFC 3339 UTC text.
 Token counts are tokens (tiktoken), durations are milliseconds.
 
-The tables adapt seed 001 (the Go compactor's ``compactor.db``): ``tiered_summaries`` (one
+The tables adapt MoonHub's compactor (its ``compactor.db``): ``tiered_summaries`` (one
 row per session, upserted), ``compaction_state`` (incremental index and failure tracking)
 and ``compaction_history`` (one row per run, for ``inspect --db``).
 """
@@ -54,8 +54,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Consecutive failures after which a session gets no summarization attempt (seed 000/003:
-#: "连续 3 次失败后停止 24 小时 TTL 后重置", stop after 3 consecutive failures, reset after 24 h).
+#: Consecutive failures after which a session gets no summarization attempt (Coding Code's
+#: context service: "连续 3 次失败后停止 24 小时 TTL 后重置", stop after 3 consecutive
+#: failures, reset after 24 h).
 BREAKER_FAILURES: Final = 3
 #: Seconds the breaker stays open after the last failure; after that the count starts over.
 BREAKER_SECONDS: Final = 86_400

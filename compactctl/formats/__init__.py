@@ -1,4 +1,4 @@
-"""Importers from agent transcript formats to canonical event dicts (FORMATS.md, DESIGN.md 3).
+"""Importers from agent transcript formats to canonical event dicts (docs/formats.md).
 
 Every importer works on plain dicts, with no dependency on the rest of compactctl:
 
@@ -20,7 +20,7 @@ Conventions shared by all importers:
   context do not start turns. Injected context keeps role ``user`` with ``isMeta: true``
   (Claude Code ``isMeta``/``<system-reminder>``, SWE-agent observations and demos), except
   Codex's ``<environment_context>``/AGENTS.md/developer items, which become ``system``
-  (FORMATS.md section 7). System messages before the first prompt are turn 0; an assistant
+  (docs/formats.md section 7). System messages before the first prompt are turn 0; an assistant
   or tool message before any prompt opens turn 1.
 - opaque content (thinking, redacted thinking, reasoning, encrypted blobs, documents) is
   kept as non-text parts (``{"type": "thinking", ...}``, ``{"type": "reasoning", ...}``),
@@ -80,7 +80,8 @@ class Format:
     Attributes:
         name: the registry key (``--format`` value), e.g. ``"claude-code"``.
         description: one line for ``--help`` and error messages.
-        reference: where the format is described (FORMATS.md / DESIGN.md section).
+        reference: where the format is described (a section of docs/formats.md or
+            docs/design.md).
         to_canonical: the line importer, or ``None`` for whole-document-only formats.
         document_to_canonical: the whole-document importer, or ``None``.
     """
@@ -98,51 +99,51 @@ FORMATS: dict[str, Format] = {
         Format(
             "canonical",
             "compactctl JSONL version 1 (passed through unchanged)",
-            "DESIGN.md section 3",
+            "docs/design.md section 3",
             canonical.to_canonical,
         ),
         Format(
             "claude-code",
             "Claude Code session file (~/.claude/projects/*/<session>.jsonl)",
-            "FORMATS.md section 1",
+            "docs/formats.md section 1",
             claude_code.to_canonical,
         ),
         Format(
             "claude-stream",
             "claude -p --output-format stream-json",
-            "FORMATS.md section 2",
+            "docs/formats.md section 2",
             claude_stream.to_canonical,
         ),
         Format(
             "codex-rollout",
             "Codex CLI rollout file (~/.codex/sessions/**/rollout-*.jsonl)",
-            "FORMATS.md section 3",
+            "docs/formats.md section 3",
             codex_rollout.to_canonical,
         ),
         Format(
             "codex-exec",
             "codex exec --json event stream",
-            "FORMATS.md section 4",
+            "docs/formats.md section 4",
             codex_exec.to_canonical,
         ),
         Format(
             "openai-chat",
             "OpenAI chat messages, one per line (or a JSON array / {messages})",
-            "FORMATS.md section 5",
+            "docs/formats.md section 5",
             openai_chat.to_canonical,
             openai_chat.document_to_canonical,
         ),
         Format(
             "openhands",
             "OpenHands V0 event list (JSON array, or an eval record with history)",
-            "FORMATS.md section 6",
+            "docs/formats.md section 6",
             None,
             openhands.document_to_canonical,
         ),
         Format(
             "swe-agent",
             "SWE-agent .traj (or mini-swe-agent .traj.json)",
-            "FORMATS.md section 6",
+            "docs/formats.md section 6",
             None,
             swe_agent.document_to_canonical,
         ),

@@ -1,7 +1,7 @@
 """The message builder shared by the Claude Code session-file and stream-json importers.
 
 Both formats carry Messages API content blocks, one block per line for assistant responses
-(FORMATS.md sections 1 and 2). :class:`ClaudeBuilder` receives the records of the current
+(docs/formats.md sections 1 and 2). :class:`ClaudeBuilder` receives the records of the current
 conversation in order and produces canonical events; the two importers differ only in how
 they find that order (a ``parentUuid`` tree, or the stream order) and in key spelling.
 """

@@ -40,7 +40,7 @@ def dumps(value: Any) -> bytes:
     """JSON bytes of ``value``; falls back to the stdlib for strings orjson rejects.
 
     orjson refuses lone surrogates, which Python writers leave in truncated text
-    (FORMATS.md section 8); the stdlib escapes them instead.
+    (docs/formats.md section 8); the stdlib escapes them instead.
     """
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
@@ -70,7 +70,7 @@ def parse_arguments(raw: Any) -> Any:
     """Tool-call arguments: a JSON-object string becomes a dict; anything else is kept raw.
 
     An empty string or ``None`` gives ``{}`` (a call without arguments); invalid JSON, or
-    JSON that is not an object, stays the original string (FORMATS.md section 5).
+    JSON that is not an object, stays the original string (docs/formats.md section 5).
 
     >>> parse_arguments('{"path": "a.py"}')
     {'path': 'a.py'}
@@ -191,7 +191,7 @@ class Uuids:
 
 
 class Turns:
-    """Turn numbering shared by every importer (DESIGN.md section 2: ``turnId``).
+    """Turn numbering shared by every importer (docs/design.md section 2: ``turnId``).
 
     A turn starts at each real user message (:meth:`prompt`). Everything else keeps the
     current turn, with one exception: an assistant or tool message before any prompt (a
@@ -221,7 +221,7 @@ class SummaryChain:
 
     Importers :meth:`add` every message they emit; :meth:`summary` builds the SummaryEvent of a
     compaction marker: it replaces every message added since the previous summary, plus that
-    previous summary (so only the newest of a chain survives replay, DESIGN.md section 3).
+    previous summary (so only the newest of a chain survives replay, docs/design.md section 3).
     """
 
     __slots__ = ("_since", "_last", "_turn")

@@ -1,4 +1,4 @@
-"""compactctl's own format (DESIGN.md section 3): recognised, and passed through unchanged.
+"""compactctl's own format (docs/design.md section 3): recognised, and passed through unchanged.
 
 Registered as ``canonical`` so callers can treat every input alike: its ``to_canonical``
 yields the records it is given, untouched (no ``sourceLine`` is added: the line number of a

@@ -1,7 +1,7 @@
 """Claude Code session files (``~/.claude/projects/<project>/<sessionId>.jsonl``) -> canonical.
 
-Source: FORMATS.md section 1. Input is ``(line_number, record)`` pairs of one session file;
-output is canonical event dicts (DESIGN.md section 3), each with ``sourceLine``.
+Source: docs/formats.md section 1. Input is ``(line_number, record)`` pairs of one session file;
+output is canonical event dicts (docs/design.md section 3), each with ``sourceLine``.
 
 The file is a tree, not a list, so the whole session is held in memory (one dict per line,
 as parsed by the caller) while the current branch is found; events are then yielded.

@@ -1,6 +1,6 @@
 """Claude Code headless output (``claude -p --output-format stream-json --verbose``) -> canonical.
 
-Source: FORMATS.md section 2. Input is ``(line_number, record)`` pairs; output is canonical
+Source: docs/formats.md section 2. Input is ``(line_number, record)`` pairs; output is canonical
 event dicts with ``sourceLine``, streamed (only one model response is held at a time).
 
 The records are the Agent SDK messages, with snake_case keys, in conversation order (no

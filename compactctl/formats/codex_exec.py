@@ -1,6 +1,6 @@
 """``codex exec --json`` event streams -> canonical.
 
-Source: FORMATS.md section 4. Input is ``(line_number, record)`` pairs of UI events
+Source: docs/formats.md section 4. Input is ``(line_number, record)`` pairs of UI events
 (``thread.started``, ``turn.started``, ``item.started``/``updated``/``completed``,
 ``turn.completed``, ``turn.failed``, ``error``); output is canonical event dicts with
 ``sourceLine``, streamed.

@@ -1,6 +1,6 @@
 """Codex CLI rollout files (``~/.codex/sessions/.../rollout-*.jsonl``) -> canonical.
 
-Source: FORMATS.md section 3. Input is ``(line_number, record)`` pairs of
+Source: docs/formats.md section 3. Input is ``(line_number, record)`` pairs of
 ``{"timestamp", "type", "payload"}`` envelopes; output is canonical event dicts with
 ``sourceLine``, streamed (one model response is held at a time).
 
@@ -19,7 +19,7 @@ Mapping:
   - ``message`` ``user``: a prompt (starts a turn), except injected context (text starting
     with ``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md instructions``,
     ``<permissions instructions>``, ``<user_shell_command>``, ``<turn_aborted>``), which is a
-    ``system`` message in the current turn (FORMATS.md section 7); images become image parts;
+    ``system`` message in the current turn (docs/formats.md section 7); images become image parts;
   - ``reasoning``: an opaque ``{"type": "reasoning", ...}`` part of the assistant message it
     precedes (summary and ``encrypted_content`` kept as they are, never as text);
   - ``function_call`` / ``custom_tool_call`` / ``local_shell_call``: ``toolCalls`` of the
@@ -109,7 +109,7 @@ def _exit_code_from_text(text: str) -> int | None:
 
 
 def unwrap_output(output: Any) -> tuple[str | list[JSON], int | None, bool | None]:
-    """``(content, exit_code, success)`` of a function-call output (FORMATS.md section 3).
+    """``(content, exit_code, success)`` of a function-call output (docs/formats.md section 3).
 
     >>> unwrap_output('{"output": "ok\\\\n", "metadata": {"exit_code": 0}}')
     ('ok\\n', 0, None)

@@ -1,6 +1,6 @@
 """OpenAI Chat Completions message logs -> canonical.
 
-Source: FORMATS.md section 5. Line format: one chat message per line, or one conversation
+Source: docs/formats.md section 5. Line format: one chat message per line, or one conversation
 per line (``{"messages": [...], "tools": [...]}``); :func:`document_to_canonical` also takes
 a whole JSON array of messages (or one ``{"messages": [...]}`` object).
 

@@ -1,6 +1,6 @@
 """OpenHands (V0) event lists -> canonical.
 
-Source: FORMATS.md section 6 ("OpenHands"). Input is a whole JSON document: an array of
+Source: docs/formats.md section 6 ("OpenHands"). Input is a whole JSON document: an array of
 serialized events (``event_to_dict`` / ``event_to_trajectory``: an export, or the per-event
 files of ``sessions/<id>/events/`` collected in id order), or an evaluation record
 ``{"history": [...], "metadata": {...}}``. Output is canonical event dicts; documents have no

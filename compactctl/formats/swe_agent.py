@@ -1,6 +1,6 @@
 """SWE-agent ``.traj`` files (and mini-swe-agent ``.traj.json``) -> canonical.
 
-Source: FORMATS.md section 6 ("SWE-agent"). Input is the whole JSON document:
+Source: docs/formats.md section 6 ("SWE-agent"). Input is the whole JSON document:
 ``{"trajectory": [...], "history": [...], "info": {...}, "replay_config": "..."}``, or
 mini-swe-agent's ``{"info", "messages", "trajectory_format"}``. Output is canonical event
 dicts with ``sourceIndex`` (position in ``history``/``messages``) instead of ``sourceLine``.

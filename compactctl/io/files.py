@@ -1,4 +1,4 @@
-"""Discovery, reading, and the one safe append path (DESIGN.md section 6).
+"""Discovery, reading, and the one safe append path (docs/design.md section 6).
 
 Every byte compactctl writes into an existing transcript goes through :func:`append_events`:
 under an exclusive ``flock``, one ``os.write`` of whole records, then ``fsync``. The old file
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import mmap
 import os
 import signal
@@ -32,6 +33,8 @@ from compactctl.model import Event
 
 __all__ = [
     "AppendResult",
+    "FileIdentity",
+    "IdentityReader",
     "STDIN",
     "append_events",
     "discover",
@@ -97,9 +100,67 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
     return files, errors
 
 
+@dataclass(frozen=True)
+class FileIdentity:
+    """Which bytes a session was read from: the file and what was read of it.
+
+    Attributes:
+        device: ``st_dev`` of the file when it was opened.
+        inode: ``st_ino`` of the file when it was opened.
+        size: bytes read from the file (compressed bytes for gzip).
+        sha256: hex SHA-256 of those bytes.
+        compressed: the file is gzip-compressed (never appended to).
+    """
+
+    device: int
+    inode: int
+    size: int
+    sha256: str
+    compressed: bool
+
+
+class IdentityReader:
+    """A binary stream over an open file that hashes every byte read through it.
+
+    ``file_size`` is the file's size in bytes when it was opened; :meth:`finished` gives
+    the :class:`FileIdentity` of what was read.
+    """
+
+    def __init__(self, fh: BinaryIO, compressed: bool) -> None:
+        st = os.fstat(fh.fileno())
+        self._fh = fh
+        self._hash = hashlib.sha256()
+        self._read = 0
+        self.device, self.inode, self.file_size = st.st_dev, st.st_ino, st.st_size
+        self.compressed = compressed
+        self.name = getattr(fh, "name", "")
+        self.mode = "rb"
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self._hash.update(data)
+        self._read += len(data)
+        return data
+
+    def read1(self, n: int = -1) -> bytes:
+        data: bytes = self._fh.read1(n)  # type: ignore[attr-defined]
+        self._hash.update(data)
+        self._read += len(data)
+        return data
+
+    def finished(self) -> FileIdentity:
+        """The identity of the bytes read so far."""
+        return FileIdentity(
+            self.device, self.inode, self._read, self._hash.hexdigest(), self.compressed
+        )
+
+
 @contextlib.contextmanager
-def open_input(path: str) -> Iterator[BinaryIO]:
+def open_input(path: str, identity: list[IdentityReader] | None = None) -> Iterator[BinaryIO]:
     """Open a transcript for reading as a binary stream (``-``: stdin; gzip by magic bytes).
+
+    The file is opened once. With ``identity`` (a file, not stdin), the bytes read are
+    hashed as they pass and the :class:`IdentityReader` is appended to that list.
 
     Raises:
         InputError: the file cannot be opened (missing, a folder, no permission).
@@ -124,13 +185,17 @@ def open_input(path: str) -> Iterator[BinaryIO]:
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror}", path=path) from None
     try:
-        if fh.read(2) == GZIP_MAGIC:
-            fh.seek(0)
-            with gzip.GzipFile(fileobj=fh) as gz:
+        compressed = fh.peek(2)[:2] == GZIP_MAGIC
+        raw: BinaryIO = fh
+        if identity is not None:
+            reader = IdentityReader(fh, compressed)
+            identity.append(reader)
+            raw = reader  # type: ignore[assignment]
+        if compressed:
+            with gzip.GzipFile(fileobj=raw) as gz:
                 yield gz  # type: ignore[misc]
         else:
-            fh.seek(0)
-            yield fh
+            yield raw
     finally:
         fh.close()
 

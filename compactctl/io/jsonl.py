@@ -1,7 +1,7 @@
 """Bytes lines <-> events. No file system here: callers hand in a binary stream.
 
 JSONL is split on ``\\n`` only (never ``str.splitlines``, which also splits on U+2028 and
-friends; STYLE.md pitfalls). Each line is parsed with orjson; when orjson refuses a line that
+friends; docs/style.md pitfalls). Each line is parsed with orjson; when orjson refuses a line that
 the stdlib accepts (lone surrogate escapes), the stdlib result is used and the line still
 passes through as its raw bytes. Integers beyond 64 bits, which orjson reads as floats, stay
 exact in the raw bytes (and :meth:`~compactctl.model.Event.evolve` re-reads them exactly).
@@ -79,7 +79,7 @@ def read_stream(stream: BinaryIO) -> Iterator[Event]:
     Reads blocks of up to :data:`BLOCK` bytes (``read1`` where the stream has it, so a pipe
     yields what it has) and splits each once; memory is one block plus the longest line.
     A last line without ``\\n`` is yielded as a ``BadLine(problem="torn")`` and not parsed
-    (DESIGN.md section 6): a writer may have crashed mid-line.
+    (docs/design.md section 6): a writer may have crashed mid-line.
     """
     read = getattr(stream, "read1", None) or stream.read
     return read_blocks(iter(lambda: read(BLOCK), b""))
@@ -181,7 +181,7 @@ def split_lines_nl(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes
 def assign_turns(events: Iterable[Event]) -> Iterator[Event]:
     """Give every message a turn id: the one it records, else the running count.
 
-    A turn starts at each real user message (DESIGN.md vocabulary); messages before the first
+    A turn starts at each real user message (docs/design.md section 2); messages before the first
     user message are turn 0. A recorded ``turnId`` resets the count, so logs that number
     their own turns keep them. Only the ``turn`` attribute is set: data and raw bytes are
     untouched.

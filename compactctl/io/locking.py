@@ -3,9 +3,9 @@
 ``flock(2)`` on the transcript's own descriptor: the lock belongs to the open file
 description, so it survives other descriptors of the same file being closed (``fcntl.lockf``
 / POSIX record locks do not: they vanish when *any* descriptor of the file is closed, which
-is why STYLE.md bans them). We do not use the ``filelock`` package here: it opens its lock
-path with ``O_TRUNC``, so it can only lock a sidecar file, and a sidecar lock is invisible to
-an agent that flocks the transcript itself.
+is why docs/style.md pitfalls ban them). We do not use the ``filelock`` package here: it
+opens its lock path with ``O_TRUNC``, so it can only lock a sidecar file, and a sidecar lock
+is invisible to an agent that flocks the transcript itself.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Layer 2 as a filter: near-duplicate messages (``dedup`` command).
 
 Detection is :func:`compactctl.layers.similarity.find_duplicates` (exact repeats by hash, then word
-3-gram shingles with Jaccard >= 0.6, MinHash LSH above a few hundred candidates; seed 001).
+3-gram shingles with Jaccard >= 0.6, MinHash LSH above a few hundred candidates; MoonHub's
+compactor).
 The newer copy is kept. An older duplicate tool output is replaced by a short pointer to the
 newer one (the tool block stays valid); an older duplicate assistant text without tool
 calls is dropped; user, system, pinned and summary messages are never touched.
@@ -21,13 +22,24 @@ from typing import Any
 
 import orjson
 
-from compactctl.errors import UsageError
+from compactctl.layers.base import EventLayer, LayerReport, Plan
 from compactctl.layers.micro import NAMESPACE
+from compactctl.layers.options import DedupOptions
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
-from compactctl.replay import View, reducer, replay, tool_names
+from compactctl.replay import View, reducer, tool_names
+from compactctl.session import Session
+from compactctl.timeutil import now_rfc3339
 from compactctl.tokens import TokenCounter
 
-__all__ = ["DedupOptions", "apply_dedup", "dedup", "plan_dedup", "pointer_text"]
+__all__ = [
+    "DedupLayer",
+    "DedupOptions",
+    "DedupReport",
+    "apply_dedup",
+    "dedup",
+    "plan_dedup",
+    "pointer_text",
+]
 
 POINTER_PREFIX = "[duplicate of "
 
@@ -38,33 +50,6 @@ POINTER_PREFIX = "[duplicate of "
 #: 152 MB after, 130 MB before; 2 MB session: 82 and 70 MB. Below it, a session without
 #: duplicates never loads the encoding at all.
 _EARLY_ENCODING_CHARS = 1 << 17
-
-
-@dataclass(frozen=True)
-class DedupOptions:
-    """Options of the dedup layer.
-
-    Attributes:
-        threshold: Jaccard similarity of word 3-gram shingles at or above which two messages
-            are duplicates (seed 001: 0.6).
-        scope: ``tool`` (tool outputs), ``assistant`` (assistant texts without tool calls)
-            or ``all`` (both).
-        min_chars: messages shorter than this (normalized chars) are ignored; 200, as the
-            samples' duplicate ledger (``duplicateToolOutputs.minBytes``), and longer than
-            any pointer, so a pointer never costs more than the text it replaces.
-        lsh_min_items: candidate count from which MinHash LSH is used instead of all pairs.
-    """
-
-    threshold: float = 0.6
-    scope: str = "all"
-    min_chars: int = 200
-    lsh_min_items: int = 300
-
-    def __post_init__(self) -> None:
-        if self.scope not in {"tool", "assistant", "all"}:
-            raise UsageError(f"--scope must be tool, assistant or all, not {self.scope!r}")
-        if not 0.0 < self.threshold <= 1.0:
-            raise UsageError(f"--threshold must be in (0, 1], not {self.threshold}")
 
 
 def pointer_text(newer: str, similarity: float, tool: str | None) -> str:
@@ -124,26 +109,76 @@ def plan_dedup(
     timestamp: str,
     counter: TokenCounter | None = None,
 ) -> tuple[CompactEvent | None, dict[str, Any]]:
-    """Decide the dedup compaction of a session.
-
-    Holds the session's messages in memory (all candidates must be compared). A large
-    session's token encoding is loaded before the search (see ``_EARLY_ENCODING_CHARS``).
+    """Decide the dedup compaction of a session (the library form of :class:`DedupLayer`).
 
     Returns:
         ``(event, report)``: the CompactEvent (``None`` when there are no duplicates) and
-        ``{"candidates", "pairs", "groups", "exact", "near", "tokensBefore", "tokensAfter",
-        "tokensSaved"}`` (tokens of the effective context, by ``counter``; a chars-based
-        estimate when ``None``).
+        :meth:`DedupReport.to_json` (tokens by ``counter``; a chars-based estimate when
+        ``None``).
 
     Raises:
         ValueError: ``counter``'s encoding is unavailable and there are duplicates to count.
     """
+    session = Session.from_events(events, counter=counter or TokenCounter("estimate"))
+    plan = DedupLayer(now=lambda: timestamp).plan(session, opts)
+    return (plan.events[0] if plan.events else None), plan.report.to_json()  # type: ignore[return-value]
+
+
+@dataclass
+class DedupReport(LayerReport):
+    """The dedup layer's report (tokens of the effective context, by the session's counter).
+
+    Attributes:
+        candidates: messages compared. pairs: duplicate pairs (older, newer). groups:
+        distinct newer messages kept. exact, near: pairs by kind. tokens_before,
+        tokens_after, tokens_saved: prompt tokens before and after the event (0 when there
+        are no duplicates).
+    """
+
+    candidates: int
+    pairs: int
+    groups: int
+    exact: int
+    near: int
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tokens_saved: int = 0
+
+    @property
+    def targets_count(self) -> int:
+        return self.pairs
+
+    @property
+    def tokens_saved_count(self) -> int:
+        return self.tokens_saved
+
+
+class DedupLayer(EventLayer):
+    """Layer 2: near-duplicate messages, one CompactEvent ``mode: "dedup"``.
+
+    Holds the session's messages in memory (all candidates must be compared). A large
+    session's token encoding is loaded before the search (see ``_EARLY_ENCODING_CHARS``).
+    """
+
+    name = "dedup"
+
+    def plan(self, session: Session, options: DedupOptions) -> Plan[DedupReport]:
+        """Plan the dedup event of a session.
+
+        Raises:
+            ValueError: the session's encoding is unavailable and there are duplicates to
+                count.
+        """
+        event, report = _plan(session.effective(), options, self.now(), session.counter)
+        return Plan([event] if event is not None else [], report)
+
+
+def _plan(
+    view: View, opts: DedupOptions, timestamp: str, counter: TokenCounter
+) -> tuple[CompactEvent | None, DedupReport]:
     from compactctl.app.inspector import prompt_tokens
     from compactctl.layers.similarity import find_duplicates
 
-    counter = counter or TokenCounter("estimate")
-    log = list(events)
-    view = replay(log)
     counts = Counter(m.uuid for m in view)
     # a uuid shared by several messages cannot name one of them: leave those alone
     items = [
@@ -163,16 +198,13 @@ def plan_dedup(
     )
     candidates = len(items)
     del items  # the texts of list contents are copies: let them go before counting tokens
-    report: dict[str, Any] = {
-        "candidates": candidates,
-        "pairs": len(pairs),
-        "groups": len({p.newer for p in pairs}),
-        "exact": sum(p.kind == "exact" for p in pairs),
-        "near": sum(p.kind == "near" for p in pairs),
-        "tokensBefore": 0,
-        "tokensAfter": 0,
-        "tokensSaved": 0,
-    }
+    report = DedupReport(
+        candidates=candidates,
+        pairs=len(pairs),
+        groups=len({p.newer for p in pairs}),
+        exact=sum(p.kind == "exact" for p in pairs),
+        near=sum(p.kind == "near" for p in pairs),
+    )
     if not pairs:
         return None, report
     order = {m.uuid: i for i, m in enumerate(view)}
@@ -206,17 +238,23 @@ def plan_dedup(
     assert isinstance(event, CompactEvent)
     before = prompt_tokens(view, counter)
     after = prompt_tokens(apply_dedup(view, event), counter)
-    report.update(tokensBefore=before, tokensAfter=after, tokensSaved=before - after)
-    event.data["stats"] = {"tokensBefore": before, "tokensAfter": after, "groups": report["groups"]}
+    report.tokens_before, report.tokens_after, report.tokens_saved = before, after, before - after
+    event.data["stats"] = {"tokensBefore": before, "tokensAfter": after, "groups": report.groups}
     return event, report
 
 
-def dedup(threshold: float = 0.6, scope: str = "all", *, timestamp: str | None = None) -> Any:
+def dedup(
+    threshold: float = DedupOptions.threshold,
+    scope: str = DedupOptions.scope,
+    *,
+    timestamp: str | None = None,
+) -> Any:
     """The dedup filter: passes every event through, then appends its CompactEvent (if any).
 
     Holds the session in memory. Returns a :data:`~compactctl.model.Filter`.
 
     >>> from compactctl.model import event_from_dict as ev
+    >>> from compactctl.replay import replay
     >>> text = "the quick brown fox jumps over the lazy dog again and again " * 4
     >>> log = [ev({"type": "message", "uuid": "a1", "role": "assistant", "content": text}),
     ...        ev({"type": "message", "uuid": "a2", "role": "assistant", "content": text})]
@@ -226,7 +264,6 @@ def dedup(threshold: float = 0.6, scope: str = "all", *, timestamp: str | None =
     opts = DedupOptions(threshold=threshold, scope=scope)
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from compactctl.timeutil import now_rfc3339
 
         log = list(events)
         yield from log

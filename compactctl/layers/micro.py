@@ -1,9 +1,9 @@
 """Micro compaction: elide the middle of old, long tool outputs (no model call).
 
-Source: seed 003 ("微压缩"): tool outputs in turns older than ``currentTurnId - 1``, at least
-120 chars, keep a head and a tail and elide the middle; triggered when the prompt estimate
-passes 25% of the context window. Seed 000: every tool participates unless it declares that
-its old results must be preserved.
+Source: Coding Code's context service ("微压缩", micro compaction): tool outputs in turns
+older than ``currentTurnId - 1``, at least 120 chars, keep a head and a tail and elide the
+middle; triggered when the prompt estimate passes 25% of the context window. NeoCode's compact
+protocol: every tool participates unless it declares that its old results must be preserved.
 
 The decision is one CompactEvent ``mode: "micro"`` naming its ``targets`` and the ``params``
 replay needs; :func:`apply_micro` (registered with replay) re-derives the same cut from the
@@ -19,46 +19,26 @@ from typing import Any
 
 import orjson
 
+from compactctl.layers.base import EventLayer, LayerReport, Plan, internal
+from compactctl.layers.options import MicroParams
 from compactctl.model import CompactEvent, Event, Message, event_from_dict, message_text
 from compactctl.replay import View, reducer, replay, tool_names
+from compactctl.session import Session
+from compactctl.timeutil import now_rfc3339
 
-__all__ = ["MicroParams", "apply_micro", "elide", "micro", "plan_micro", "plan_micro_view"]
+__all__ = [
+    "MicroLayer",
+    "MicroParams",
+    "MicroReport",
+    "apply_micro",
+    "elide",
+    "micro",
+    "plan_micro",
+    "plan_micro_view",
+]
 
 NAMESPACE = uuidlib.UUID("6b1f0c6e-4c1d-4b8a-9a4e-2f1f3f6d9c11")
 """uuid5 namespace of events compactctl derives from their content (idempotent appends)."""
-
-
-@dataclass(frozen=True)
-class MicroParams:
-    """Parameters of micro compaction (all sizes in chars).
-
-    Attributes:
-        keep_turns: turns before the current one left intact (seed 003: ``< current - 1``,
-            so 1).
-        min_chars: outputs shorter than this are never elided (seed 003: 120).
-        head_ratio, tail_ratio: share of the text kept at the start and the end.
-        head_max, tail_max: caps on the kept head and tail.
-        preserve: tool names whose outputs are never elided (config ``preserve``).
-    """
-
-    keep_turns: int = 1
-    min_chars: int = 120
-    head_ratio: float = 0.2
-    tail_ratio: float = 0.1
-    head_max: int = 600
-    tail_max: int = 300
-    preserve: tuple[str, ...] = ()
-
-    def replay_params(self) -> dict[str, Any]:
-        """The ``params`` recorded in the CompactEvent (what replay needs)."""
-        return {
-            "version": 1,
-            "minChars": self.min_chars,
-            "headRatio": self.head_ratio,
-            "tailRatio": self.tail_ratio,
-            "headMax": self.head_max,
-            "tailMax": self.tail_max,
-        }
 
 
 def elide(text: str, params: Mapping[str, Any]) -> str:
@@ -230,6 +210,56 @@ def plan_micro_view(
     return event, _apply(view, event, {id(m): (m, new) for m, new in found})
 
 
+@dataclass
+class MicroReport(LayerReport):
+    """The micro layer's report.
+
+    Attributes:
+        uuid: the CompactEvent's uuid (``None``: nothing to elide).
+        targets: tool outputs elided.
+        chars_before, chars_after: chars of those outputs before and after (not in JSON;
+            the event's ``stats`` carries them).
+    """
+
+    uuid: str | None
+    targets: int
+    chars_before: int = internal(0)
+    chars_after: int = internal(0)
+
+    @property
+    def targets_count(self) -> int:
+        return self.targets
+
+
+class MicroLayer(EventLayer):
+    """Micro compaction: elide the middle of old, long tool outputs (no model call).
+
+    Plans whatever the triggers say (the compact layer decides when it runs). The plan's
+    ``view`` attribute is not kept: :meth:`plan_view` returns the context after the event
+    too, for callers that size it.
+    """
+
+    name = "micro"
+
+    def plan(self, session: Session, options: MicroParams) -> Plan[MicroReport]:
+        """Plan the micro CompactEvent of a session (none when nothing qualifies)."""
+        return self.plan_view(session, session.effective(), options)[0]
+
+    def plan_view(
+        self, session: Session, view: View, options: MicroParams
+    ) -> tuple[Plan[MicroReport], View]:
+        """:meth:`plan` over ``view`` (the session's effective context, already replayed),
+        with the context after the event (``view`` itself when there is none)."""
+        event, after = plan_micro_view(session.events, view, options, timestamp=self.now())
+        if event is None:
+            return Plan([], MicroReport(None, 0)), after
+        stats = event.data["stats"]
+        report = MicroReport(
+            event.uuid, len(event.targets), stats["charsBefore"], stats["charsAfter"]
+        )
+        return Plan([event], report), after
+
+
 def micro(params: MicroParams | None = None, *, timestamp: str | None = None) -> Any:
     """The micro compaction filter: passes every event through, then appends its CompactEvent.
 
@@ -251,12 +281,9 @@ def micro(params: MicroParams | None = None, *, timestamp: str | None = None) ->
     p = params or MicroParams()
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from compactctl.timeutil import now_rfc3339
-
         log = list(events)
         yield from log
-        event = plan_micro(log, p, timestamp=timestamp or now_rfc3339())
-        if event is not None:
-            yield event
+        session = Session.from_events(log, encoding="estimate")
+        yield from MicroLayer(now=lambda: timestamp or now_rfc3339()).plan(session, p).events
 
     return run

@@ -1,24 +1,28 @@
 """Layer 1 as a filter: deterministic text rules on each message (``rules`` command).
 
 The rules themselves are pure ``str -> str`` functions in :mod:`compactctl.layers.text_rules`
-(seed 001's nine, plus ANSI/progress-redraw removal). This module chooses them per message
-(smart selection: CJK, tables, code), records one CompactEvent ``mode: "rules"`` naming the
-targets and every rule with its version, and registers the replay reducer that re-applies
-exactly those versions. The reduced text is never copied into the log.
+(the nine of MoonHub's compactor, plus ANSI/progress-redraw removal). This module chooses them
+per message (smart selection: CJK, tables, code), records one CompactEvent ``mode: "rules"``
+naming the targets and every rule with its version, and registers the replay reducer that
+re-applies exactly those versions. The reduced text is never copied into the log.
 """
 
 from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from compactctl.layers.base import EventLayer, LayerReport, Plan
 from compactctl.layers.micro import NAMESPACE
+from compactctl.layers.options import RulesOptions
 from compactctl.model import CompactEvent, Event, Message, event_from_dict, message_text
 from compactctl.replay import View, reducer, replay, tool_names
+from compactctl.session import Session
+from compactctl.timeutil import now_rfc3339
 from compactctl.tokens import TokenCounter, estimate_tokens
 
 if TYPE_CHECKING:
@@ -27,7 +31,15 @@ if TYPE_CHECKING:
 # rules_text (dozens of regexes) is imported inside the functions that use it: replay imports
 # this module to register the reducer, and ``inspect`` should not pay for compiling the rules.
 
-__all__ = ["FILE_TOOLS", "RulesOptions", "apply_rules_event", "plan_rules", "rules"]
+__all__ = [
+    "FILE_TOOLS",
+    "RulesLayer",
+    "RulesOptions",
+    "RulesReport",
+    "apply_rules_event",
+    "plan_rules",
+    "rules",
+]
 
 SELECTION_VERSION = 1
 """Version of the per-message selection logic recorded in ``params`` (replay uses it)."""
@@ -36,43 +48,6 @@ FILE_TOOLS = frozenset(
     {"read_file", "Read", "read", "cat", "view", "open_file", "str_replace_editor", "NotebookRead"}
 )
 """Tools whose output is file contents: only the rules that cannot change meaning apply."""
-
-
-@dataclass(frozen=True)
-class RulesOptions:
-    """Options of the rules layer.
-
-    Attributes:
-        only: rule names to consider (``None``: all).
-        skip: rule names never applied.
-        roles: message roles the rules touch (pinned and summary messages never).
-        by_rule: compute the report's per-rule savings (``byRule``), which applies the rules
-            one at a time; ``False`` leaves ``byRule`` empty, for a run that shows no report
-            (``rules -q``). The event is the same either way.
-    """
-
-    only: tuple[str, ...] | None = None
-    skip: tuple[str, ...] = ()
-    roles: frozenset[str] = field(
-        default_factory=lambda: frozenset({"user", "assistant", "tool", "system"})
-    )
-    by_rule: bool = True
-
-    def chosen(self) -> list[Rule]:
-        """The rules in play, current versions, canonical order.
-
-        Raises:
-            KeyError: an unknown name in ``only`` or ``skip``.
-        """
-        from compactctl.layers.text_rules import RULES, get_rule
-
-        for name in (*(self.only or ()), *self.skip):
-            get_rule(name)  # raises KeyError naming the known rules
-        return [
-            r
-            for r in RULES.values()
-            if (self.only is None or r.name in self.only) and r.name not in self.skip
-        ]
 
 
 def _tool_of(m: Message, tool_of_call: Mapping[str, str]) -> str:
@@ -276,8 +251,59 @@ def plan_rules(
     Raises:
         KeyError: an unknown rule name in the options.
     """
-    event, report, _ = _plan(events, opts, timestamp=timestamp, counter=counter, trace=opts.by_rule)
-    return event, report
+    session = Session.from_events(events, counter=counter or TokenCounter("estimate"))
+    plan = RulesLayer(now=lambda: timestamp).plan(session, opts)
+    return (plan.events[0] if plan.events else None), plan.report.to_json()  # type: ignore[return-value]
+
+
+@dataclass
+class RulesReport(LayerReport):
+    """The rules layer's report.
+
+    Attributes:
+        targets: messages rewritten.
+        rules: ``{name: version}`` of the rules in play.
+        by_rule: ``{name: {"messages", "charsSaved", "tokensSaved"}}`` (estimates; empty
+            without ``RulesOptions.by_rule``).
+        by_role: ``{role: {"messages", "tokensBefore", "tokensAfter", "tokensSaved"}}``.
+        tokens_saved: tokens saved over the targets, by the session's counter.
+    """
+
+    targets: int
+    rules: dict[str, int]
+    by_rule: dict[str, dict[str, int]]
+    by_role: dict[str, dict[str, int]]
+    tokens_saved: int
+
+    @property
+    def targets_count(self) -> int:
+        return self.targets
+
+    @property
+    def tokens_saved_count(self) -> int:
+        return self.tokens_saved
+
+
+class RulesLayer(EventLayer):
+    """Layer 1: deterministic text rules, one CompactEvent ``mode: "rules"``."""
+
+    name = "rules"
+
+    def plan(self, session: Session, options: RulesOptions) -> Plan[RulesReport]:
+        """Plan the rules over the session's effective context (per-role savings by the
+        session's counter).
+
+        Raises:
+            KeyError: an unknown rule name in the options.
+        """
+        event, report, _ = _plan(
+            session.events,
+            options,
+            timestamp=self.now(),
+            counter=session.counter,
+            trace=options.by_rule,
+        )
+        return Plan([event] if event is not None else [], report)
 
 
 def _plan(
@@ -287,7 +313,7 @@ def _plan(
     timestamp: str,
     counter: TokenCounter | None,
     trace: bool,
-) -> tuple[CompactEvent | None, dict[str, Any], _Rewriter]:
+) -> tuple[CompactEvent | None, RulesReport, _Rewriter]:
     """:func:`plan_rules`, and the rewriter that holds each text's result.
 
     Without ``trace`` the rules run as one chain per text (no per-rule steps) and the
@@ -333,13 +359,13 @@ def _plan(
             r["messages"] += 1
             r["charsSaved"] += chars
             r["tokensSaved"] += tokens
-    report = {
-        "targets": len(targets),
-        "rules": versions,
-        "byRule": dict(sorted(by_rule.items())),
-        "byRole": dict(sorted(by_role.items())),
-        "tokensSaved": sum(r["tokensSaved"] for r in by_role.values()),
-    }
+    report = RulesReport(
+        targets=len(targets),
+        rules=versions,
+        by_rule=dict(sorted(by_rule.items())),
+        by_role=dict(sorted(by_role.items())),
+        tokens_saved=sum(r["tokensSaved"] for r in by_role.values()),
+    )
     if not targets:
         return None, report, rw
     ids = [m.uuid for m in targets if m.uuid]
@@ -363,7 +389,7 @@ def _plan(
             "endTurnId": max(m.turn or 0 for m in targets),
             "targets": ids,
             "params": params,
-            "stats": {"tokensSaved": report["tokensSaved"]},
+            "stats": {"tokensSaved": report.tokens_saved},
             "timestamp": timestamp,
         }
     )
@@ -388,7 +414,6 @@ def rules(
     opts = RulesOptions(only=tuple(only) if only is not None else None, skip=tuple(skip))
 
     def run(events: Iterable[Event]) -> Iterator[Event]:
-        from compactctl.timeutil import now_rfc3339
 
         log = list(events)
         yield from log

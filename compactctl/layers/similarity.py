@@ -2,8 +2,8 @@
 
 Texts are compared as *sets of shingles*: the word 3-grams of their normalized text, each
 hashed to a 64-bit integer. Two texts are near-duplicates when the Jaccard similarity of their
-shingle sets is at least a threshold (0.6 by default). Word 3-grams and 0.6 come from the design
-seed (seed 001: "Shingle 哈希（词级别 3-gram）和 Jaccard 相似度", default threshold 0.6, the
+shingle sets is at least a threshold (0.6 by default). Word 3-grams and 0.6 come from
+MoonHub's compactor ("Shingle 哈希（词级别 3-gram）和 Jaccard 相似度", default threshold 0.6, the
 older message of a duplicate pair is dropped and the newer one kept).
 
 :func:`find_duplicates` finds, for a chronological list of texts, which older texts are
@@ -34,6 +34,10 @@ from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
+from compactctl.layers.options import DedupOptions
+from compactctl.text import CJK_UNSPACED as _CJK
+from compactctl.text import SHINGLE_ANSI_RE as _ANSI_RE
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -57,7 +61,7 @@ __all__ = [
 #: Version of the shingle definition (normalization, tokens, hash). Record it with any stored
 #: decision; change it whenever a shingle of the same text could change.
 ALGORITHM_VERSION = "shingle-v1"
-#: Words per shingle (seed 001: word 3-grams).
+#: Words per shingle (MoonHub's compactor: word 3-grams).
 SHINGLE_K = 3
 #: Seed of the MinHash permutations (datasketch ``MinHash(seed=...)``); fixed, so results are
 #: the same on every run and machine.
@@ -98,26 +102,8 @@ _FEW_WORDS = 32
 # Python, about 1 us per character: less than importing numpy (0.1-0.3 s, 20 MB of RSS).
 _PURE_PYTHON_CHARS = 1 << 17
 
-# ANSI escapes: CSI (colors, cursor moves), OSC (titles, hyperlinks) ended by BEL or ST,
-# nF escapes (charset selection, ESC ( B), other two-byte Fe escapes, 8-bit CSI, stray ESC.
-_ANSI_RE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
-    r"|\x1b[ -/]+[0-~]"
-    r"|\x1b[@-Z\\-_]"
-    r"|\x9b[0-?]*[ -/]*[@-~]"
-    r"|\x1b"
-)
-
-# Scripts written without spaces between words: each character is one token. CJK radicals,
-# CJK symbols and punctuation, Hiragana, Katakana, Bopomofo, CJK ideographs (BMP and
-# supplementary planes), compatibility ideographs and forms, full- and half-width forms.
-# Hangul is not listed: Korean separates words with spaces.
-_CJK = (
-    "\u2e80-\u2fdf\u3001-\u303f\u3040-\u30ff\u3100-\u312f\u31a0-\u31bf\u31f0-\u31ff"
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
-    "\U00020000-\U0003134f"
-)
+# Scripts written without spaces between words (compactctl.text.CJK_UNSPACED, frozen with
+# ALGORITHM_VERSION): each character is one token.
 _CJK_RE = re.compile(f"[{_CJK}]")
 _SPACE_RE = re.compile(r"\s")
 
@@ -223,7 +209,7 @@ def shingles(text: str, k: int = SHINGLE_K) -> frozenset[int]:
 
     Args:
         text: any string; lone surrogates are allowed.
-        k: words per shingle, >= 1 (default 3, seed 001).
+        k: words per shingle, >= 1 (default 3, MoonHub's compactor).
 
     Returns:
         A frozenset of ints in [0, 2^64).
@@ -287,9 +273,9 @@ def _lsh_params(lsh_threshold: float, num_perm: int) -> tuple[int, int]:
 def find_duplicates(
     items: Sequence[tuple[str, str]],
     *,
-    threshold: float = 0.6,
+    threshold: float = DedupOptions.threshold,
     lsh_threshold: float = 0.5,
-    lsh_min_items: int = 300,
+    lsh_min_items: int = DedupOptions.lsh_min_items,
     num_perm: int = 128,
     min_chars: int = 0,
 ) -> list[DuplicatePair]:

@@ -1,10 +1,10 @@
 """``compact``: micro compaction, then summarization when a trigger fires (Layer 3).
 
-Sources: seed 003 (micro at 25% of the context window, summarization at 90% of the model's
-max input tokens, incremental after ``lastSummarizedTurnId``, 3 failures -> 24 h pause),
-seed 000 (keep_recent 10 messages with tool blocks whole, full_replace, max_summary_chars
-1200, manual/auto/reactive triggers, reactive retry once per run, compact_start /
-compact_done / compact_error events), DESIGN.md section 5.
+Sources: Coding Code's context service (micro at 25% of the context window, summarization at
+90% of the model's max input tokens, incremental after ``lastSummarizedTurnId``, 3 failures ->
+24 h pause), NeoCode's compact protocol (keep_recent 10 messages with tool blocks whole,
+full_replace, max_summary_chars 1200, manual/auto/reactive triggers, reactive retry once per
+run, compact_start / compact_done / compact_error events), docs/design.md sections 5 and 9.
 
 :func:`plan_compact` is the library entry: it takes one session's events and returns the
 events to append (a micro CompactEvent and/or a SummaryEvent) with a report. It writes
@@ -25,118 +25,35 @@ import orjson
 
 from compactctl.app.inspector import _prompt_sum
 from compactctl.errors import SummarizerError, UsageError
-from compactctl.layers.micro import NAMESPACE, MicroParams, plan_micro_view
+from compactctl.layers.base import LayerReport, Plan
+from compactctl.layers.micro import NAMESPACE, MicroLayer
+from compactctl.layers.options import CompactOptions
 from compactctl.model import (
     Event,
     Message,
-    SessionEvent,
     SummaryEvent,
     event_from_dict,
     is_real_user,
 )
 from compactctl.replay import View, replay, tool_block_keys
+from compactctl.session import Session
+from compactctl.text import PINNED, constraint_re
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter, context_window_for, encoding_for_model, message_payload
+from compactctl.tokens import TokenCounter, context_window_for, message_payload
 
 if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
     from compactctl.summarize import Summarizer, SummaryResult
 
 __all__ = [
+    "CompactLayer",
     "CompactOptions",
+    "CompactReport",
     "CompactPlan",
     "make_summarizer",
     "plan_compact",
     "select_span",
     "user_constraints",
 ]
-
-DEFAULT_PIN_PATTERNS: tuple[str, ...] = (
-    r"<user_instructions>",
-    r"(?m)^#+ *(?:AGENTS|CLAUDE)\.md\b",
-    r"Contents of \S*(?:AGENTS|CLAUDE)\.md",
-)
-"""Regexes marking instruction-file contents (AGENTS.md, CLAUDE.md) as pinned."""
-
-SECTIONS_MAX_CHARS = 12000
-"""Default budget of a ``sections`` summary in chars: about the 3000 tokens of tier L2
-(seed 001) at 4 chars per token."""
-
-TASK_STATE_MAX_CHARS = 1200
-"""Default budget of a task-state display summary in chars (seed 000 max_summary_chars)."""
-
-
-@dataclass(frozen=True)
-class CompactOptions:
-    """Options of ``compact`` (token counts in tokens, sizes in chars, ratios 0..1).
-
-    Attributes:
-        force: run micro compaction and summarization whatever the triggers say (manual).
-        reactive: the caller got a context-length error from its model: compact now and
-            record ``triggerMode: "reactive"`` (seed 000).
-        micro_only: run micro compaction alone.
-        micro_enabled: run micro compaction at all.
-        micro: micro compaction parameters.
-        micro_trigger: micro runs when the prompt estimate passes this share of the context
-            window (seed 003: 0.25).
-        summary_trigger: summarization runs past this share of the model's max input tokens
-            (seed 003: 0.9).
-        input_token_threshold: an absolute trigger in tokens (seed 000 auto_compact,
-            100000 there), used alongside the ratio.
-        strategy: ``keep_recent`` or ``full_replace`` (seed 000).
-        keep_recent: messages kept verbatim by keep_recent (seed 000: 10).
-        format: ``sections`` or ``task-state``.
-        max_summary_chars: summary budget in chars; ``None`` = 12000 for sections, 1200 for
-            the task-state display summary.
-        model: ``None`` or ``"extractive"`` for the built-in summarizer, ``"session"`` for
-            the model the transcript records, or a litellm model name.
-        instructions: the user's focus, added to the prompt.
-        pin_patterns: regexes; user/system messages matching one are never summarized.
-        redact: redact secrets from the prompt sent to a model and from the summary text.
-        min_saving: a compaction saving less than this share of tokens appends nothing.
-        context_window: overrides the session's and litellm's context window, in tokens.
-        encoding: tiktoken encoding (``None``: by model; ``"estimate"``: chars-based).
-        timeout, num_retries, completion_kwargs: passed to the litellm summarizer.
-        emit_events: print compact_start / compact_done / compact_error JSON lines on stderr.
-    """
-
-    force: bool = False
-    reactive: bool = False
-    micro_only: bool = False
-    micro_enabled: bool = True
-    micro: MicroParams = field(default_factory=MicroParams)
-    micro_trigger: float = 0.25
-    summary_trigger: float = 0.9
-    input_token_threshold: int | None = None
-    strategy: str = "keep_recent"
-    keep_recent: int = 10
-    format: str = "sections"
-    max_summary_chars: int | None = None
-    model: str | None = None
-    instructions: str = ""
-    pin_patterns: tuple[str, ...] = DEFAULT_PIN_PATTERNS
-    redact: bool = True
-    min_saving: float = 0.05
-    context_window: int | None = None
-    encoding: str | None = None
-    timeout: float = 120.0
-    num_retries: int = 2
-    completion_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    emit_events: bool = False
-
-    def __post_init__(self) -> None:
-        if self.strategy not in {"keep_recent", "full_replace"}:
-            raise UsageError(f"unknown strategy {self.strategy!r}; use keep_recent or full_replace")
-        if self.format not in {"sections", "task-state"}:
-            raise UsageError(f"unknown format {self.format!r}; use sections or task-state")
-        if self.keep_recent < 0:
-            raise UsageError("keep_recent must be 0 or more")
-
-    @property
-    def summary_budget(self) -> int:
-        """The summary budget in chars for the chosen format."""
-        if self.max_summary_chars is not None:
-            return self.max_summary_chars
-        return SECTIONS_MAX_CHARS if self.format == "sections" else TASK_STATE_MAX_CHARS
 
 
 @dataclass
@@ -183,10 +100,7 @@ def make_summarizer(opts: CompactOptions, session_model: str | None) -> Summariz
     )
 
 
-_CONSTRAINT = re.compile(
-    r"(?i)\b(?:do not|don't|never|must|keep|without|always|only|avoid|no new|not allowed)\b"
-    r"|不要|必须|不得|禁止|保持|不能"
-)
+_CONSTRAINT = constraint_re(PINNED)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
 
@@ -349,57 +263,144 @@ def plan_compact(
     breaker_open: Callable[[str], bool] | None = None,
     now: Callable[[], str] = now_rfc3339,
 ) -> CompactPlan:
-    """Decide the compaction of one session: what to append, and the numbers.
+    """Decide the compaction of one session (the library form of :class:`CompactLayer`).
 
     Args:
         events: the session's events in file order (held in memory).
-        opts: the options.
+        opts: the options (``opts.encoding`` and ``opts.context_window`` override the
+            session's).
         path: the transcript path, for reports and events.
-        summarizer: overrides :func:`make_summarizer` (tests, library users).
-        breaker_open: ``session_key -> bool``; True skips summarization (the 24-hour
-            breaker after 3 consecutive failures, kept in the store) unless ``force``.
-        now: the clock, returning RFC 3339 UTC.
+        summarizer, breaker_open, now: as :class:`CompactLayer`.
 
     Returns:
-        A :class:`CompactPlan`. When summarization fails the plan has no events (nothing
-        is appended) and ``summary_failed`` holds the error.
+        A :class:`CompactPlan` whose report is :meth:`CompactReport.to_json`.
 
     Raises:
         UsageError: bad options (e.g. ``--model session`` without a recorded model).
     """
-    started = time.monotonic()
-    log = list(events)
-    session = next((e for e in log if isinstance(e, SessionEvent)), None)
-    session_model = session.model if session else None
-    session_key = str(session.data.get("sessionId") or path) if session else path
-    counter = TokenCounter(opts.encoding or encoding_for_model(session_model))
-    window = (
-        opts.context_window
-        or (session.context_window if session else None)
-        or context_window_for(session_model)
+    session = Session.from_events(
+        events, path, encoding=opts.encoding, context_window=opts.context_window
     )
-    view = replay(log)
+    layer = CompactLayer(summarizer=summarizer, breaker_open=breaker_open, now=now)
+    plan = layer.plan(session, opts)
+    return CompactPlan(plan.events, plan.report.to_json(), layer.failed)
+
+
+@dataclass
+class CompactReport(LayerReport):
+    """The compact layer's report (tokens of the prompt estimate, chars of the payloads).
+
+    Attributes:
+        path: the transcript. session_key: :func:`compactctl.session.session_key`.
+        messages: message events in the log. did_compress: events would be appended.
+        released: tokens the events save. prompt_estimate: tokens after them.
+        tokens_before: tokens before. chars_before, chars_after: payload chars.
+        context_window: the session's window in tokens (``None``: unknown).
+        tokenizer: the encoding name or ``estimate``. trigger: ``manual``, ``auto`` or
+        ``reactive`` when something is appended. micro: ``{"uuid", "targets"}`` of the
+        micro event. summary: ``{"uuid", "replaces", "model", "format", "triggerMode"}``.
+        reason: why nothing is appended. duration_ms: planning time in milliseconds.
+        model_not_called: the model a dry run did not call (the extractive summarizer
+        stood in).
+    """
+
+    path: str
+    session_key: str
+    messages: int
+    did_compress: bool
+    released: int
+    prompt_estimate: int
+    tokens_before: int
+    chars_before: int
+    chars_after: int
+    context_window: int | None
+    tokenizer: str
+    trigger: str | None = None
+    micro: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+    reason: str | None = None
+    duration_ms: int | None = field(default=None, metadata={"omit_none": True})
+    model_not_called: str | None = field(default=None, metadata={"omit_none": True})
+
+    @property
+    def targets_count(self) -> int:
+        micro = self.micro["targets"] if self.micro else 0
+        return int(micro) + (int(self.summary["replaces"]) if self.summary else 0)
+
+    @property
+    def tokens_saved_count(self) -> int:
+        return self.released
+
+
+class CompactLayer:
+    """Micro compaction, then summarization when a trigger fires (the ``compact`` command).
+
+    Args:
+        summarizer: overrides :func:`make_summarizer` (tests, library users, dry runs).
+        breaker_open: ``session_key -> bool``; True skips summarization (the 24-hour
+            breaker after 3 consecutive failures, kept in the store) unless ``force``.
+        now: the clock, returning RFC 3339 UTC.
+
+    After :meth:`plan`, ``failed`` holds the summarizer's error when summarization failed
+    (the plan then has no events: nothing is appended).
+    """
+
+    name = "compact"
+
+    def __init__(
+        self,
+        summarizer: Summarizer | None = None,
+        breaker_open: Callable[[str], bool] | None = None,
+        now: Callable[[], str] = now_rfc3339,
+    ) -> None:
+        self.summarizer = summarizer
+        self.breaker_open = breaker_open
+        self.now = now
+        self.failed: SummarizerError | None = None
+
+    def plan(self, session: Session, options: CompactOptions) -> Plan[CompactReport]:
+        """Decide the compaction of one session: what to append, and the numbers.
+
+        Raises:
+            UsageError: bad options (e.g. ``--model session`` without a recorded model).
+        """
+        event, report, failed = _plan_compact(
+            session, options, self.summarizer, self.breaker_open, self.now
+        )
+        self.failed = failed
+        return Plan(event, report)
+
+
+def _plan_compact(
+    session: Session,
+    opts: CompactOptions,
+    summarizer: Summarizer | None,
+    breaker_open: Callable[[str], bool] | None,
+    now: Callable[[], str],
+) -> tuple[list[Event], CompactReport, SummarizerError | None]:
+    started = time.monotonic()
+    log = session.events
+    path, session_model, session_key = session.path, session.meta.model, session.meta.key
+    counter = session.counter
+    window = session.meta.context_window
+    view = session.effective()
     sizes = _Sizes(counter)
     before, chars_before = sizes.totals(view)
     trigger = "reactive" if opts.reactive else ("manual" if opts.force else "auto")
     manual = opts.force or opts.reactive
-    report: dict[str, Any] = {
-        "path": path,
-        "sessionKey": session_key,
-        "messages": sum(1 for e in log if isinstance(e, Message)),
-        "didCompress": False,
-        "released": 0,
-        "promptEstimate": before,
-        "tokensBefore": before,
-        "charsBefore": chars_before,
-        "charsAfter": chars_before,
-        "contextWindow": window,
-        "tokenizer": counter.encoding_name,
-        "trigger": None,
-        "micro": None,
-        "summary": None,
-        "reason": None,
-    }
+    report = CompactReport(
+        path=path,
+        session_key=session_key,
+        messages=session.messages,
+        did_compress=False,
+        released=0,
+        prompt_estimate=before,
+        tokens_before=before,
+        chars_before=chars_before,
+        chars_after=chars_before,
+        context_window=window,
+        tokenizer=counter.encoding_name,
+    )
     base = {"transcript_id": session_key, "transcript_path": path}
     new: list[Event] = []
     reasons: list[str] = []
@@ -409,10 +410,10 @@ def plan_compact(
     if opts.micro_enabled:
         micro_fires = manual or (window is not None and before > opts.micro_trigger * window)
         if micro_fires:
-            event, view2 = plan_micro_view(log, view, opts.micro, timestamp=now())
-            if event is not None:
-                new.append(event)
-                report["micro"] = {"uuid": event.uuid, "targets": len(event.data["targets"])}
+            micro_plan, view2 = MicroLayer(now=now).plan_view(session, view, opts.micro)
+            if micro_plan.events:
+                new.extend(micro_plan.events)
+                report.micro = micro_plan.report.to_json()
             else:
                 reasons.append("no tool output old and long enough for micro compaction")
         elif window is None:
@@ -459,7 +460,7 @@ def plan_compact(
             if summary is not None:
                 new.append(summary)
                 trigger = summary.data["triggerMode"]
-                report["summary"] = {
+                report.summary = {
                     "uuid": summary.uuid,
                     "replaces": len(summary.replaces),
                     "model": summary.data["model"],
@@ -481,7 +482,7 @@ def plan_compact(
             f"(< {opts.min_saving:.0%}); nothing appended"
         )
         new, after, chars_after = [], before, chars_before
-        report["micro"] = report["summary"] = None
+        report.micro = report.summary = None
     for e in new:
         if isinstance(e, SummaryEvent):
             e.data["stats"] = {
@@ -491,16 +492,14 @@ def plan_compact(
                 "charsAfter": chars_after,
                 "messagesReplaced": len(e.replaces),
             }
-    report.update(
-        didCompress=bool(new),
-        released=before - after,
-        promptEstimate=after,
-        charsAfter=chars_after,
-        trigger=trigger if new else None,
-        reason=None if new else ("; ".join(reasons) or "nothing to do"),
-        durationMs=int((time.monotonic() - started) * 1000),
-    )
-    if failed is None and report["summary"] is not None:
+    report.did_compress = bool(new)
+    report.released = before - after
+    report.prompt_estimate = after
+    report.chars_after = chars_after
+    report.trigger = trigger if new else None
+    report.reason = None if new else ("; ".join(reasons) or "nothing to do")
+    report.duration_ms = int((time.monotonic() - started) * 1000)
+    if failed is None and report.summary is not None:
         saved = (chars_before - chars_after) / chars_before if chars_before else 0.0
         _emit(
             opts.emit_events,
@@ -514,7 +513,7 @@ def plan_compact(
                 "trigger_mode": trigger,
             },
         )
-    return CompactPlan(new, report, failed)
+    return new, report, failed
 
 
 def _summarize(

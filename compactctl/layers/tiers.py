@@ -1,12 +1,13 @@
 """Layer 4: the L0 / L1 / L2 tiers of a summary, chosen by section priority (pure, no I/O).
 
 A tier is a shorter copy of a summary that keeps whole bullets of the highest-priority
-sections (seed 001, "Layer 4: 分层摘要"): L0 about 200 tokens, L1 about 1000, L2 about 3000
-(:data:`TIER_BUDGETS`). Nothing is rewritten: every bullet of a tier is a bullet of the
+sections (MoonHub's compactor, "Layer 4: 分层摘要"): L0 about 200 tokens, L1 about 1000, L2
+about 3000 (:data:`TIER_BUDGETS`). Nothing is rewritten: every bullet of a tier is a bullet of the
 summary, copied verbatim. Tokens are counted with :class:`~compactctl.tokens.TokenCounter`.
 
-Priorities (seed 001's table: identity and user information 10, decisions and corrections 9,
-active tasks 8, preferences 7, context and topics 4-5, notes 3), mapped onto the formats:
+Priorities (the table of MoonHub's compactor: identity and user information 10, decisions and
+corrections 9, active tasks 8, preferences 7, context and topics 4-5, notes 3), mapped onto
+the formats:
 
 =======================  ========  ================================================
 ``sections`` section     priority  why
@@ -45,14 +46,17 @@ others greedily, so L0 ⊆ L1 ⊆ L2 by bullets always holds. A bullet is added 
 rendered tier still counts at most the budget; one too big is skipped and the next one tried;
 bullets are never cut.
 
-Sources: seed 001 (tiers, budgets, priority and selection tables), seed 000 (task-state),
-seed 003 (the ten sections), DESIGN.md sections 2, 3 and 5.
+Sources: MoonHub's compactor (tiers, budgets, priority and selection tables), NeoCode's
+compact protocol (task-state), Coding Code's context service (the ten sections),
+docs/design.md sections 2, 3, 5 and 9.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,8 +65,11 @@ from typing import Any
 import orjson
 
 from compactctl.errors import UsageError
+from compactctl.layers.base import EventLayer, LayerReport, Plan, internal
 from compactctl.layers.micro import NAMESPACE
+from compactctl.layers.options import TiersOptions
 from compactctl.model import Event, Message, SummaryEvent, event_from_dict
+from compactctl.session import Session
 from compactctl.summarize import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
 from compactctl.summarize.summary_format import (
     SECTIONS,
@@ -75,6 +82,9 @@ from compactctl.summarize.summary_format import (
     validate_sections,
     validate_task_state,
 )
+from compactctl.summarize.summary_format import section_key as _key
+from compactctl.text import FENCE_RE as _FENCE_RE
+from compactctl.text import PREFERENCE, constraint_re
 from compactctl.tokens import TokenCounter
 
 __all__ = [
@@ -84,6 +94,9 @@ __all__ = [
     "TASK_STATE_PRIORITY",
     "TIERS",
     "TIER_BUDGETS",
+    "TiersLayer",
+    "TiersOptions",
+    "TiersReport",
     "bullet_priority",
     "derive_tiers",
     "parse_tier",
@@ -94,10 +107,10 @@ __all__ = [
 #: Tier names, smallest first.
 TIERS: tuple[str, ...] = ("L0", "L1", "L2")
 
-#: Token budget of each tier (seed 001: L0 200, L1 1000, L2 3000).
+#: Token budget of each tier (MoonHub's compactor: L0 200, L1 1000, L2 3000).
 TIER_BUDGETS: Mapping[str, int] = {"L0": 200, "L1": 1000, "L2": 3000}
 
-#: Priority of each ``sections`` section (seed 001's table; see the module docstring).
+#: Priority of each ``sections`` section (MoonHub's compactor's table; see the module docstring).
 SECTION_PRIORITY: Mapping[str, int] = {
     "Primary Request": 10,
     "Key Technical Concepts": 5,
@@ -111,10 +124,11 @@ SECTION_PRIORITY: Mapping[str, int] = {
     "Optional Next Step": 8,
 }
 
-#: Priority of the ``<analysis>`` block: notes (seed 001). It is kept only in L2.
+#: Priority of the ``<analysis>`` block: notes (MoonHub's compactor). It is kept only in L2.
 ANALYSIS_PRIORITY = 3
 
-#: Priority of each ``task_state`` field (seed 001's table on seed 000's fields).
+#: Priority of each ``task_state`` field (the table of MoonHub's compactor, on the fields of
+#: NeoCode's compact protocol).
 TASK_STATE_PRIORITY: Mapping[str, int] = {
     "goal": 10,
     "progress": 5,
@@ -132,11 +146,8 @@ ROOM_SHARE_PERCENT = 10
 _EXPLICIT_CONSTRAINT = 9
 _STATED_PREFERENCE = 7
 _EXPLICIT_RE = re.compile(r"^\s*\**constraints?\**\s*[:：]", re.IGNORECASE)
-_PREFERENCE_RE = re.compile(
-    r"\b(?:do not|don't|must|never|keep|always)\b|不要|必须|保留|禁止|不能", re.IGNORECASE
-)
+_PREFERENCE_RE = constraint_re(PREFERENCE)
 _HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]*(?:\d{1,2}[.)][ \t]*)?(?P<name>.*?)[ \t#:]*$")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 
 def bullet_priority(base: int, text: str) -> int:
@@ -209,10 +220,6 @@ def _pad_sections(text: str) -> str:
                 present.add(keys[_key(match.group("name"))])
     missing = "".join(f"### {name}\n" for name in SECTIONS if name not in present)
     return text[:end] + ("\n" + missing if missing else "") + text[end:]
-
-
-def _key(name: str) -> str:
-    return re.sub(r"[\s*_`:]+", " ", name).strip().casefold()
 
 
 def _parse_state(text: str) -> TaskState:
@@ -328,11 +335,12 @@ def derive_tiers(
     counter: TokenCounter,
     budgets: Mapping[str, int] = TIER_BUDGETS,
 ) -> dict[str, str]:
-    """Derive the L0, L1 and L2 tiers of a summary by section priority (seed 001).
+    """Derive the L0, L1 and L2 tiers of a summary by section priority (MoonHub's compactor).
 
     Args:
-        summary_text: a SummaryEvent's ``summaryText``: a ``sections`` text (seed 003) or a
-            ``task-state`` answer (seed 000). A tier from this function is accepted too.
+        summary_text: a SummaryEvent's ``summaryText``: a ``sections`` text (Coding Code's
+            context service) or a ``task-state`` answer (NeoCode's compact protocol). A tier
+            from this function is accepted too.
         fmt: ``"sections"`` or ``"task-state"``.
         counter: counts tokens (``counter.count(text) -> int``); every tier is checked by
             counting its whole rendered text.
@@ -410,7 +418,7 @@ def select_tier(
     room_tokens: int | None = None,
     tier_tokens: Mapping[str, int] | None = None,
 ) -> str:
-    """Which tier to put in the prompt (seed 001, "分层选择策略").
+    """Which tier to put in the prompt (MoonHub's compactor, "分层选择策略").
 
     Without a window (``context_window`` and ``room_tokens`` both ``None``), by the number of
     messages in the history: at most 20 -> ``"L2"``, 21 to 40 -> ``"L1"``, more -> ``"L0"``.
@@ -419,7 +427,7 @@ def select_tier(
     (10%) of the room left, else ``"L0"``. Ten percent keeps the summary a small preamble:
     90% of the free room stays for the new turns, tool outputs and the answer, so that
     injecting a summary does not itself bring the session back near the 90% summarization
-    trigger (DESIGN.md section 5). On a fresh 128k window that is 12.8k tokens (L2 fits);
+    trigger (docs/design.md section 5). On a fresh 128k window that is 12.8k tokens (L2 fits);
     with 20k left, 2k (L1); under 10k left, L0.
 
     Args:
@@ -635,3 +643,90 @@ def plan_tiers(
     assert isinstance(event, SummaryEvent)
     report.update(tiers=sizes, selectedTier=chosen)
     return event, report
+
+
+@dataclass
+class TiersReport(LayerReport):
+    """The tiers layer's report.
+
+    Attributes:
+        summary: uuid of the newest summary (``None``: no summary yet).
+        tiers: ``{L0|L1|L2: tokens}``. selected_tier: the tier replay shows.
+        reason: why nothing is appended. session_key, tokenizer: the session's key and
+        encoding. duration_ms: planning time in milliseconds. messages: message events in
+        the log. replaces, tokens_before, prompt_estimate: when an event is planned, the
+        uuids it replaces (count) and the prompt tokens before and after it.
+        tier_texts: the tier texts (for the store; not in JSON).
+    """
+
+    summary: str | None
+    tiers: dict[str, int] | None
+    selected_tier: str | None
+    reason: str | None
+    session_key: str
+    tokenizer: str
+    duration_ms: int
+    messages: int
+    replaces: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    tokens_before: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    prompt_estimate: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    tier_texts: dict[str, str] | None = internal(None)
+
+    @property
+    def targets_count(self) -> int:
+        return 1 if self.replaces is not None else 0
+
+    @property
+    def tokens_saved_count(self) -> int:
+        if self.tokens_before is None or self.prompt_estimate is None:
+            return 0
+        return self.tokens_before - self.prompt_estimate
+
+
+class TiersLayer(EventLayer):
+    """L0 / L1 / L2 of the newest summary, on a superseding SummaryEvent (``tiers``)."""
+
+    name = "tiers"
+
+    def plan(self, session: Session, options: TiersOptions) -> Plan[TiersReport]:
+        """Plan the tiers event of a session (:func:`plan_tiers` with the session's counter
+        and context window).
+
+        Raises:
+            UsageError: an unknown tier. SummaryFormatError: a model rewrite was invalid.
+        """
+        from compactctl.app.inspector import prompt_tokens
+        from compactctl.replay import replay
+
+        started = time.monotonic()
+        summarizer = None
+        if options.model:
+            from compactctl.layers.summary import CompactOptions, make_summarizer
+
+            summarizer = make_summarizer(CompactOptions(model=options.model), session.meta.model)
+        events = session.events
+        event, found = plan_tiers(
+            events,
+            counter=session.counter,
+            timestamp=self.now(),
+            tier=options.tier,
+            context_window=session.meta.context_window,
+            summarizer=summarizer,
+        )
+        report = TiersReport(
+            summary=found["summary"],
+            tiers=found["tiers"],
+            selected_tier=found["selectedTier"],
+            reason=found["reason"],
+            session_key=session.meta.key,
+            tokenizer=session.counter.encoding_name,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            messages=session.messages,
+        )
+        if event is None:
+            return Plan([], report)
+        report.replaces = len(event.replaces)
+        report.tokens_before = prompt_tokens(session.effective(), session.counter)
+        report.prompt_estimate = prompt_tokens(replay([*events, event]), session.counter)
+        report.tier_texts = event.tiers
+        return Plan([event], report)

@@ -1,6 +1,6 @@
 """The Summarizer protocol of Layer 3: one request in, one validated summary out.
 
-A summarizer turns a span of canonical messages (DESIGN.md section 3), plus the previous
+A summarizer turns a span of canonical messages (docs/design.md section 3), plus the previous
 summary as *prior state*, into summary text in one of the two formats of
 :mod:`compactctl.summarize.summary_format`. Two implementations exist: the built-in, offline
 :class:`compactctl.summarize.extractive.ExtractiveSummarizer` (the default when no model is
@@ -13,7 +13,7 @@ Contract of :meth:`Summarizer.summarize`:
   (:func:`~compactctl.summarize.summary_format.validate_sections` or
   :func:`~compactctl.summarize.summary_format.parse_task_state`);
 - the earlier summary is passed as ``request.prior`` and merged as state; it is never
-  summarized as if it were conversation (DESIGN.md section 5, "summary of a summary");
+  summarized as if it were conversation (docs/design.md section 5, "summary of a summary");
 - failures raise :class:`~compactctl.errors.SummarizerError` (an invalid answer raises its
   subclass :class:`~compactctl.summarize.summary_format.SummaryFormatError`); nothing is
   appended then.
@@ -37,14 +37,14 @@ from compactctl.summarize.summary_format import (
 
 __all__ = ["FORMATS", "SummaryFormat", "SummaryRequest", "SummaryResult", "Summarizer"]
 
-#: The two summary formats (DESIGN.md section 5).
+#: The two summary formats (docs/design.md section 5).
 SummaryFormat = Literal["sections", "task-state"]
 FORMATS: tuple[str, ...] = ("sections", "task-state")
 
 
 @dataclass(frozen=True)
 class SummaryResult:
-    """One summary, as it goes into a SummaryEvent (DESIGN.md section 3).
+    """One summary, as it goes into a SummaryEvent (docs/design.md section 3).
 
     Attributes:
         text: the ``summaryText``: for ``sections`` the ``<analysis>``/``<summary>`` text,
@@ -94,12 +94,13 @@ class SummaryRequest:
         messages: the canonical message dicts to summarize, in file order: ``role``,
             ``content`` (a string or a list of parts), ``toolCalls``
             (``[{id, name, arguments}]``), ``toolCallId``, ``toolName``, ``isError``,
-            ``turnId``, ``uuid`` (DESIGN.md section 3). Non-message events are ignored.
+            ``turnId``, ``uuid`` (docs/design.md section 3). Non-message events are ignored.
         prior: the earlier summary of the same session (prior state), or ``None``.
-        format: ``"sections"`` (seed 003) or ``"task-state"`` (seed 000).
+        format: ``"sections"`` (Coding Code's context service) or ``"task-state"``
+            (NeoCode's compact protocol).
         max_chars: the budget of the summary text, in characters. For ``task-state`` it
-            bounds the display summary (seed 000 ``max_summary_chars``, default 1200); for
-            ``sections`` the whole text.
+            bounds the display summary (``max_summary_chars`` of NeoCode's compact protocol,
+            default 1200); for ``sections`` the whole text.
         instructions: the user's own focus for this summary ("" for none).
         pinned_constraints: user constraints carried into every summary, verbatim.
 

@@ -1,10 +1,10 @@
 """A summarizer that calls any model litellm supports (``--model``). Imports litellm lazily.
 
-The prompt asks for the chosen format (seed 003's ten sections, or seed 000's task-state
-JSON), gives the earlier summary as *prior state* (never as conversation), the user's focus
-(``--instructions``) and the user constraints to carry. The answer is validated with the
-format's validator; an invalid answer is an error and nothing is appended. A display summary
-over ``max_chars`` is cut at a bullet boundary.
+The prompt asks for the chosen format (the ten sections of Coding Code's context service, or
+the task-state JSON of NeoCode's compact protocol), gives the earlier summary as *prior state*
+(never as conversation), the user's focus (``--instructions``) and the user constraints to
+carry. The answer is validated with the format's validator; an invalid answer is an error and
+nothing is appended. A display summary over ``max_chars`` is cut at a bullet boundary.
 
 litellm is imported on the first call only (it takes seconds), with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` unless the user set it, so the import does not fetch

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from compactctl.text import folds_to_ascii
+
 __all__ = ["PATTERNS", "redact"]
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -60,12 +62,6 @@ _LOWER_HINTS: dict[str, tuple[str, ...]] = {
 }
 """The same for the case-insensitive patterns, tested on the lower-cased text."""
 
-FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f")
-"""The characters that a case-insensitive ``re`` pattern matches as an ASCII letter but
-``str.lower`` does not turn into one (İ and ı as i, the long s ſ as s; the Kelvin sign
-lower-cases to k). A text holding one must skip any "literal in text.lower()" prefilter;
-redaction and the extractive summarizer's exit-code scan both do."""
-
 
 def redact(text: str) -> str:
     """Replace secrets in ``text`` by ``[REDACTED:<kind>]``.
@@ -85,8 +81,8 @@ def redact(text: str) -> str:
                 continue
         else:
             if lowered is None:
-                folds = not text.isascii() and any(c in text for c in FOLDS_TO_ASCII)
-                lowered = "" if folds else text.lower()
+                # İ ı ſ match an ASCII letter case-insensitively but do not lower to one
+                lowered = "" if folds_to_ascii(text) else text.lower()
             if lowered and not any(h in lowered for h in _LOWER_HINTS[kind]):
                 continue
         if kind == "assigned-secret":

@@ -1,8 +1,8 @@
 """The two summary formats of Layer 3: render, parse, validate, truncate.
 
-Two formats, one module (DESIGN.md section 5):
+Two formats, one module (docs/design.md section 5):
 
-``sections`` (seed 003, ``context.md``)
+``sections`` (Coding Code's context service, its ``context.md``)
     An ``<analysis>`` block of free reasoning, then a ``<summary>`` block with the ten fixed
     ``### `` sections of :data:`SECTIONS`, each a list of ``- `` bullets::
 
@@ -18,19 +18,19 @@ Two formats, one module (DESIGN.md section 5):
         - ...
         </summary>
 
-``task-state`` (seed 000, ``context-compact.md``)
+``task-state`` (NeoCode's compact protocol, its ``context-compact.md``)
     One JSON object ``{"task_state": {...}, "display_summary": "[compact_summary]\\n..."}``.
     ``task_state`` holds exactly the eight fields of :data:`TASK_STATE_FIELDS`; the display
     summary starts with ``[compact_summary]`` and has the five sections of
     :data:`DISPLAY_SECTIONS` (``done:``, ``in_progress:``, ...), each with at least one
-    non-empty ``- `` bullet. Its default maximum is 1200 characters (seed 000,
-    ``max_summary_chars: 1200``).
+    non-empty ``- `` bullet. Its default maximum is 1200 characters (NeoCode's compact
+    protocol, ``max_summary_chars: 1200``).
 
 Everything a model answers goes through :func:`validate_sections` or :func:`parse_task_state`
 before it is appended; a violation raises :class:`SummaryFormatError` naming the rule broken.
 :func:`truncate_at_bullet` cuts an over-long summary at bullet boundaries so that the result
 still validates. All lengths in this module are counted in characters (code points), not
-bytes or tokens. Lines are split on ``\\n`` only (STYLE.md pitfalls).
+bytes or tokens. Lines are split on ``\\n`` only (docs/style.md pitfalls).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
 from compactctl.errors import SummarizerError
+from compactctl.text import FENCE_RE, clip
 
 __all__ = [
     "DEFAULT_MAX_SUMMARY_CHARS",
@@ -59,13 +60,15 @@ __all__ = [
     "render_display",
     "render_sections",
     "render_task_state",
+    "section_key",
     "truncate_at_bullet",
     "validate_display",
     "validate_sections",
     "validate_task_state",
 ]
 
-#: The ten sections of the ``sections`` format, in order (seed 003, "压缩输出格式").
+#: The ten sections of the ``sections`` format, in order (Coding Code's context service,
+#: "压缩输出格式").
 SECTIONS: tuple[str, ...] = (
     "Primary Request",
     "Key Technical Concepts",
@@ -79,7 +82,8 @@ SECTIONS: tuple[str, ...] = (
     "Optional Next Step",
 )
 
-#: The fields of ``task_state``, exactly these and no others (seed 000, "生成协议").
+#: The fields of ``task_state``, exactly these and no others (NeoCode's compact protocol,
+#: "生成协议").
 #: ``goal`` and ``next_step`` are strings; the other six are lists of strings.
 TASK_STATE_FIELDS: tuple[str, ...] = (
     "goal",
@@ -95,7 +99,7 @@ TASK_STATE_FIELDS: tuple[str, ...] = (
 #: The task-state fields whose value is a string; all the others are lists of strings.
 TASK_STATE_STRING_FIELDS: frozenset[str] = frozenset({"goal", "next_step"})
 
-#: The five sections of a display summary, in order (seed 000).
+#: The five sections of a display summary, in order (NeoCode's compact protocol).
 DISPLAY_SECTIONS: tuple[str, ...] = (
     "done",
     "in_progress",
@@ -104,16 +108,15 @@ DISPLAY_SECTIONS: tuple[str, ...] = (
     "constraints",
 )
 
-#: The first line of every display summary (seed 000).
+#: The first line of every display summary (NeoCode's compact protocol).
 DISPLAY_MARKER = "[compact_summary]"
 
-#: Default maximum length of a display summary, in characters (seed 000, max_summary_chars).
+#: Default maximum length of a display summary, in characters (NeoCode's compact protocol,
+#: ``max_summary_chars``).
 DEFAULT_MAX_SUMMARY_CHARS = 1200
 
 #: A bullet shortened by :func:`truncate_at_bullet` keeps at least this many characters.
 MIN_BULLET_CHARS = 24
-
-_ELLIPSIS = "…"
 
 
 class SummaryFormatError(SummarizerError, ValueError):
@@ -125,7 +128,7 @@ class SummaryFormatError(SummarizerError, ValueError):
 
 
 class TaskState(TypedDict):
-    """The durable task state of seed 000: exactly these eight fields."""
+    """The durable task state of NeoCode's compact protocol: exactly these eight fields."""
 
     goal: str
     progress: list[str]
@@ -170,8 +173,8 @@ class TaskStateSummary:
 # --------------------------------------------------------------------------- line helpers
 
 _BULLET_RE = re.compile(r"^[ \t]?(?:[-*+•]|\d{1,3}[.)])(?:[ \t]+|$)")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _HEADING_RE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]*(?P<name>.*?)[ \t#]*$")
+_SECTION_KEY_RE = re.compile(r"[\s*_`:]+")
 _DISPLAY_HEADER_RE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_ ]{0,40}?)[ \t]*:[ \t]*$")
 
 
@@ -201,11 +204,17 @@ def _bullet_line(text: str) -> str:
     return "- " + text.strip().replace("\n", "\n  ")
 
 
-def _section_key(name: str) -> str:
-    return re.sub(r"[\s*_`:]+", " ", name).strip().casefold()
+def section_key(name: str) -> str:
+    """A section name as compared: blanks, ``*``, ``_``, backticks and colons folded to one
+    space, letter case folded.
+
+    >>> section_key("**Primary  Request:**")
+    'primary request'
+    """
+    return _SECTION_KEY_RE.sub(" ", name).strip().casefold()
 
 
-_SECTION_BY_KEY = {_section_key(name): name for name in SECTIONS}
+_SECTION_BY_KEY = {section_key(name): name for name in SECTIONS}
 
 
 def _heading_name(line: str) -> str | None:
@@ -223,7 +232,7 @@ _SUMMARY_RE = re.compile(r"<summary>(?P<body>.*)</summary>", re.DOTALL)
 
 
 def render_sections(sections: Mapping[str, Sequence[str]], analysis: str = "") -> str:
-    """Render the ten-section summary of seed 003.
+    """Render the ten-section summary of Coding Code's context service.
 
     Args:
         sections: section name -> bullet texts. Every name must be one of :data:`SECTIONS`;
@@ -288,10 +297,10 @@ def parse_sections(text: str) -> ParsedSections:
     in_fence = False
     for raw in match.group("body").split("\n"):
         line = raw.rstrip("\r")
-        if _FENCE_RE.match(line):
+        if FENCE_RE.match(line):
             in_fence = not in_fence
         elif not in_fence and (name := _heading_name(line)) is not None:
-            canonical = _SECTION_BY_KEY.get(_section_key(name))
+            canonical = _SECTION_BY_KEY.get(section_key(name))
             if canonical is None:
                 raise SummaryFormatError(
                     f"unknown section heading {line.strip()!r}; the ten sections are: "
@@ -335,7 +344,7 @@ def validate_sections(text: str) -> None:
 
 
 def render_display(sections: Mapping[str, Sequence[str]]) -> str:
-    """Render a ``[compact_summary]`` display summary (seed 000).
+    """Render a ``[compact_summary]`` display summary (NeoCode's compact protocol).
 
     Args:
         sections: display section name -> bullet texts; written in :data:`DISPLAY_SECTIONS`
@@ -364,7 +373,7 @@ def render_display(sections: Mapping[str, Sequence[str]]) -> str:
 
 
 def parse_display(text: str) -> dict[str, list[str]]:
-    """Take a display summary apart, checking every rule of seed 000.
+    """Take a display summary apart, checking every rule of NeoCode's compact protocol.
 
     The text starts with ``[compact_summary]`` (leading whitespace tolerated). Then each
     section is a line ``name:`` followed by ``- `` bullets; an indented line continues the
@@ -433,7 +442,7 @@ _FENCED_JSON_RE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(?P<body>.*?)\n?```$", 
 
 
 def validate_task_state(state: Any) -> TaskState:
-    """Check a ``task_state`` value against seed 000 and return it as a :class:`TaskState`.
+    """Check a ``task_state`` value against NeoCode's compact protocol; return a :class:`TaskState`.
 
     Rules: a JSON object with exactly the keys of :data:`TASK_STATE_FIELDS` (none missing,
     none added: the state is the whole durable state, not a patch); ``goal`` and
@@ -480,7 +489,7 @@ def validate_task_state(state: Any) -> TaskState:
 
 
 def parse_task_state(text: str) -> TaskStateSummary:
-    """Parse and validate a model's ``task-state`` answer (seed 000, "生成协议").
+    """Parse and validate a model's ``task-state`` answer (NeoCode's compact protocol, "生成协议").
 
     Accepts one JSON object, optionally wrapped in a Markdown fence (```json ... ```), with
     exactly the top-level keys ``task_state`` and ``display_summary``.
@@ -529,7 +538,7 @@ def parse_task_state(text: str) -> TaskStateSummary:
 
 
 def render_task_state(state: Mapping[str, Any], display: str) -> str:
-    """Render the JSON answer of seed 000: ``{"task_state": {...}, "display_summary": ...}``.
+    """Render the JSON answer of NeoCode's compact protocol (``task_state``, ``display_summary``).
 
     Fields are written in :data:`TASK_STATE_FIELDS` order, indented by two spaces, non-ASCII
     characters as themselves. The result always passes :func:`parse_task_state`.
@@ -627,7 +636,7 @@ def _split_for_truncation(text: str) -> tuple[list[list[str] | _Unit], list[_Gro
         if not in_summary or (display_mode and index == 0):
             fixed(line)
             continue
-        fence = _FENCE_RE.match(line) is not None
+        fence = FENCE_RE.match(line) is not None
         is_heading = not in_fence and (
             _heading_name(line) is not None
             if not display_mode
@@ -679,21 +688,6 @@ def _join(segments: list[list[str] | _Unit]) -> str:
     return "\n".join(out)
 
 
-def _shorten(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` characters, at a space when one is near, adding ….
-
-    >>> _shorten("- retry the flush once with a fresh lease", 24)
-    '- retry the flush once…'
-    """
-    if len(text) <= limit:
-        return text
-    cut = text[: max(limit - 1, 1)]
-    space = cut.rfind(" ")
-    if space >= max(limit - 16, limit // 2):
-        cut = cut[:space]
-    return cut.rstrip() + _ELLIPSIS
-
-
 def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) -> str:
     """Cut a summary to at most ``max_chars`` characters at bullet boundaries.
 
@@ -711,7 +705,7 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
 
     If the skeleton (tags, headings and one shortened bullet per section) is itself longer
     than ``max_chars``, that skeleton is returned: longer than asked, but still valid.
-    The default maximum, 1200, is seed 000's ``max_summary_chars``.
+    The default maximum, 1200, is NeoCode's compact protocol's ``max_summary_chars``.
 
     >>> text = "[compact_summary]\\n\\ndone:\\n- a\\n- bbbbbbbbbb\\n\\nin_progress:\\n- c"
     >>> truncate_at_bullet(text, 40)
@@ -751,8 +745,9 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         longest = max(kept, key=lambda u: u.size)
         before = longest.size
         joined = "\n".join(longest.lines)
-        lines = _shorten(joined, max(MIN_BULLET_CHARS, before - (total - max_chars))).split("\n")
-        if sum(1 for line in lines if _FENCE_RE.match(line)) % 2:
+        limit = max(MIN_BULLET_CHARS, before - (total - max_chars))
+        lines = clip(joined, limit, reach=16, keep=(1, 2), trim=None).split("\n")
+        if sum(1 for line in lines if FENCE_RE.match(line)) % 2:
             lines.append("```")  # never leave a code fence open: it would swallow headings
         after = sum(len(line) for line in lines) + len(lines) - 1
         if after >= before:

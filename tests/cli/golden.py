@@ -55,6 +55,10 @@ CASES_DIR = HERE / "cases"
 PREV = "<previous stdout>"
 """The ``stdin`` of a step that reads the stdout of the step before it (``<|`` in a command)."""
 
+BROKEN = "<<golden: "
+"""Starts the text recorded instead of a file's bytes when an input was changed other than
+by an append (or a file was deleted): a broken invariant, recorded and reported."""
+
 STEP_TIMEOUT = 300.0
 """Seconds one command may take before the case fails."""
 
@@ -111,7 +115,9 @@ def binary_file() -> Gen:
 def gzip_of(alias: str) -> Gen:
     """The fixture gzip-compressed (mtime 0, so the bytes are stable)."""
     rel = FIXTURE_ALIASES[alias]
-    return Gen(f"gzip of fixtures/{rel}", lambda fx: gzip.compress((fx / rel).read_bytes(), mtime=0))
+    return Gen(
+        f"gzip of fixtures/{rel}", lambda fx: gzip.compress((fx / rel).read_bytes(), mtime=0)
+    )
 
 
 def torn_copy(alias: str, tail: str) -> Gen:
@@ -130,45 +136,54 @@ def empty_folder() -> Gen:
 
 def _secrets_transcript() -> str:
     """A small canonical transcript whose old tool calls and outputs carry secrets."""
-    ts = "2025-02-01T10:00:{:02d}.000Z"
+    ts = "2025-02-01T10:{:02d}:00.000Z"
     lines: list[dict[str, Any]] = [
         {"type": "session", "uuid": "s0", "sessionId": "secrets-1", "model": "gpt-4o",
          "timestamp": ts.format(0)},
-        {"type": "message", "uuid": "m0", "role": "user", "turnId": 1, "timestamp": ts.format(1),
-         "content": "Deploy the api; the db url is postgres://admin:hunter22pw@db.local/app"},
     ]  # fmt: skip
     secrets = [
         "export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwxyz0123",
-        "curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://api.local/v1",
+        "curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://bob:hunter22@db.local/x",
         "aws configure set aws_access_key_id AKIAABCDEFGHIJKLMNOP",
         "gh auth login --with-token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
         "echo password=supersecret99 >> .env",
     ]
-    n = 2
-    for i in range(8):
-        cmd = secrets[i % len(secrets)]
-        call = f"c{i}"
-        lines.append(
-            {"type": "message", "uuid": f"a{i}", "role": "assistant", "turnId": 1,
-             "timestamp": ts.format(n), "content": f"Step {i}: running the next command.",
-             "toolCalls": [{"id": call, "name": "bash", "arguments": {"command": cmd}}]}
-        )  # fmt: skip
-        output = f"$ {cmd}\nerror: request failed with token {cmd.split()[-1]}\n" + (
-            f"line {i} of the deploy log, nothing to see here\n" * 12
+    n = 1
+    for turn, cmd in enumerate(secrets * 2, start=1):
+        call = f"c{turn}"
+        ask = f"Step {turn}: run `{cmd}` and tell me what fails."
+        output = f"$ {cmd}\nerror: request failed with {cmd.split()[-1]}\n" + "".join(
+            f"line {i} of the deploy log, nothing to see here\n" for i in range(12)
         )
-        lines.append(
-            {"type": "message", "uuid": f"t{i}", "role": "tool", "toolCallId": call,
-             "toolName": "bash", "turnId": 1, "timestamp": ts.format(n + 1), "content": output}
-        )  # fmt: skip
-        n += 2
-    lines.append(
-        {"type": "message", "uuid": "z", "role": "assistant", "turnId": 1,
-         "timestamp": ts.format(n), "content": "Deployed."}
-    )  # fmt: skip
+        lines += [
+            {"type": "message", "uuid": f"u{turn}", "role": "user", "turnId": turn,
+             "timestamp": ts.format(n), "content": ask},
+            {"type": "message", "uuid": f"a{turn}", "role": "assistant", "turnId": turn,
+             "timestamp": ts.format(n + 1), "content": "Running it.",
+             "toolCalls": [{"id": call, "name": "bash", "arguments": {"command": cmd}}]},
+            {"type": "message", "uuid": f"t{turn}", "role": "tool", "toolCallId": call,
+             "toolName": "bash", "turnId": turn, "timestamp": ts.format(n + 2),
+             "content": output},
+            {"type": "message", "uuid": f"r{turn}", "role": "assistant", "turnId": turn,
+             "timestamp": ts.format(n + 3), "content": f"It failed: {cmd.split()[-1]}."},
+        ]  # fmt: skip
+        n += 4
     return "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in lines)
 
 
 SECRETS = Gen("canonical transcript with secrets", lambda _: _secrets_transcript().encode())
+
+
+def _many_findings() -> bytes:
+    """fixtures/cases/handcount.jsonl with 24 malformed lines after it (more than the 20
+    findings the inspect table shows without -v)."""
+    head = (FIXTURES / FIXTURE_ALIASES["handcount"]).read_bytes()
+    return head + b"".join(b'{"type":"message","uuid":"bad%d",\n' % i for i in range(24))
+
+
+MANY_FINDINGS = Gen(
+    "fixtures/cases/handcount.jsonl + 24 malformed lines", lambda _: _many_findings()
+)
 
 # --- cases ----------------------------------------------------------------------------------
 
@@ -208,8 +223,9 @@ class Case:
 def parse_step(command: str, names: Sequence[str]) -> Step:
     """A :class:`Step` from a command line (after ``compactctl``).
 
-    ``{in}`` is the first input's name (``{in1}``... the others); ``< FILE`` feeds FILE on
-    stdin and ``<|`` the previous step's stdout.
+    ``{in}`` is the first input's name and ``{in0}``, ``{in1}``, ... each input's by
+    position (the copied fixtures, then the generated files); ``< FILE`` feeds FILE on stdin
+    and ``<|`` the previous step's stdout.
 
     >>> parse_step("rules - < {in}", ["a.jsonl"])
     Step(args=('rules', '-'), stdin='a.jsonl')
@@ -260,243 +276,334 @@ def case(
     )
 
 
+TEXT_FILE = {"notes.txt": text_file("hello\nthis is not json\n")}
+BINARY_FILE = {"blob.jsonl": binary_file()}
+EMPTY_FILE = {"empty.jsonl": text_file("")}
+GZIP_FILE = {"s.jsonl.gz": gzip_of("s1")}
+SECRETS_FILE = {"secrets.jsonl": SECRETS}
+FINDINGS_FILE = {"findings.jsonl": MANY_FINDINGS}
+CONFIG = '[compact]\nkeep_recent = 4\nstrategy = "full_replace"\nkeep_recnt = 3\n'
+REDACT = "compact --force --keep-recent 2"
+"""The compaction of the secrets transcript (old enough tool outputs to be summarized)."""
+COMPACT_THEN_TIERS = ["compact --force {in}", "tiers {in}"]
+
+
+COMMANDS = ("inspect", "compact", "rules", "dedup", "tiers", "convert")
+ESTIMATED = ("s1", "s2-claude-code")
+EFFECTIVE = ("s1", "handcount", "claude-stream-compact", "codex-rollout-compacted", "openhands")
+SEVERAL = ["s1", "s3-cjk", "handcount"]
+FOLDER = [
+    "s1>sessions/a.jsonl",
+    "handcount>sessions/sub/b.jsonl",
+    "s1-claude-code>sessions/c.jsonl",
+    "openhands>sessions/d.json",
+]
+"""A folder: searched for *.jsonl (d.json is not one)."""
+
+
 def _build_cases() -> list[Case]:
-    """The case table."""
+    """The case table: ``case(name, command or commands, fixture alias(es), files=, env=)``."""
     c = case
-    out: list[Case] = []
-    add = out.append
-
-    # help and version
-    add(c("help", "--help"))
-    add(c("no-args", ""))
-    add(c("version", "--version"))
-    for cmd in ("inspect", "compact", "rules", "dedup", "tiers", "convert"):
-        add(c(f"help-{cmd}", f"{cmd} --help"))
-
-    # inspect: the table of every fixture, --json of a selection
-    for a in ALL_FIXTURES:
-        add(c(f"inspect-{a}", "inspect --jobs 1 {in}", a))
-    for a in (*CANONICAL, "s1-claude-code", "codex-rollout-compacted", "openhands", "swe-agent"):
-        add(c(f"inspect-json-{a}", "inspect --json --jobs 1 {in}", a))
-    for a in ("s1", "s3-cjk", "s2-claude-code"):
-        add(c(f"inspect-estimate-{a}", "inspect --estimate {in}", a))
-    for a in (*CANONICAL, "claude-stream-compact", "codex-rollout-compacted", "openhands"):
-        add(c(f"inspect-effective-{a}", "inspect --effective {in}", a))
-    for a in ("s1", "s2", "handcount"):
-        add(c(f"inspect-check-{a}", "inspect --check {in}", a))
-    for a in ("s1", "handcount", "claude-code-branches"):
-        add(c(f"inspect-verbose-{a}", "inspect -v {in}", a))
-    add(c("inspect-top3-encoding-window", "inspect --top 3 --encoding cl100k_base "
-          "--context-window 5000 {in}", "s2"))  # fmt: skip
-    add(c("inspect-format-claude-code", "inspect --format claude-code {in}", "s1-claude-code"))
-    add(c("inspect-stdin", "inspect - < {in}", "s1"))
-    add(c("inspect-stdin-json-estimate", "inspect --json --estimate - < {in}", "handcount"))
-    add(c("inspect-many-jobs1", "inspect --jobs 1 {in0} {in1} {in2}", ["s1", "s3-cjk", "handcount"]))
-    add(c("inspect-folder-json-jobs2", "inspect --json --estimate --jobs 2 sessions/",
-          ["s1>sessions/a.jsonl", "handcount>sessions/sub/b.jsonl",
-           "s1-claude-code>sessions/c.jsonl", "openhands>sessions/d.json"]))  # fmt: skip
-
-    # compact
-    for a in CANONICAL:
-        add(c(f"compact-force-{a}", "compact --force {in}", a))
-        add(c(f"compact-default-{a}", "compact {in}", a))
-    add(c("compact-context-window-trigger", "compact --context-window 8000 {in}", "s1"))
-    add(c("compact-input-token-threshold", "compact --input-token-threshold 3000 {in}", "s1"))
-    add(c("compact-dry-run", "compact --force --dry-run {in}", "s1"))
-    add(c("compact-check-force", "compact --force --check {in}", "s1"))
-    add(c("compact-check-default", "compact --check {in}", "s2"))
-    add(c("compact-json", "compact --force --json {in}", "s1"))
-    add(c("compact-json-unchanged", "compact --force --json {in}", "handcount"))
-    add(c("compact-full-replace", "compact --force --strategy full_replace {in}", "s1"))
-    add(c("compact-full-replace-cjk", "compact --force --strategy full_replace {in}", "s3-cjk"))
-    add(c("compact-task-state", "compact --force --summary-format task-state {in}", "s1"))
-    add(c("compact-task-state-s2", "compact --force --summary-format task-state --json {in}", "s2"))
-    add(c("compact-materialize", "compact --force --materialize -o out.jsonl {in}", "s1"))
-    add(c("compact-materialize-openai", "compact --force --materialize --as openai -o out.json {in}",
-          "s1"))  # fmt: skip
-    add(c("compact-materialize-stdout", "compact --force --materialize {in}", "s3-cjk"))
-    add(c("compact-events", "compact --force --events {in}", "s1"))
-    add(c("compact-events-unchanged", "compact --force --events {in}", "handcount"))
-    add(c("compact-estimate", "compact --force --estimate {in}", "s2"))
-    add(c("compact-micro-only", "compact --micro-only --context-window 8000 {in}", "s1"))
-    add(c("compact-no-micro", "compact --force --no-micro {in}", "s1"))
-    add(c("compact-keep-recent-4", "compact --force --keep-recent 4 {in}", "s2"))
-    add(c("compact-reactive", "compact --reactive {in}", "s3-cjk"))
-    add(c("compact-max-summary-chars", "compact --force --max-summary-chars 2000 {in}", "s2"))
-    add(c("compact-instructions", "compact --force --instructions 'keep the test names' {in}",
-          "s1"))  # fmt: skip
-    add(c("compact-preserve-bash", "compact --force --preserve bash {in}", "s1"))
-    add(c("compact-model-dry-run", "compact --force --dry-run --model openai/gpt-4o-mini {in}",
-          "s1"))  # fmt: skip
-    add(c("compact-twice", ["compact --force {in}", "compact --force {in}"], "s1"))
-    add(c("compact-twice-s2", ["compact --force --jobs 1 {in}", "compact --force {in}"], "s2"))
-    add(c("compact-twice-task-state", ["compact --force --summary-format task-state {in}"] * 2,
-          "s3-cjk"))  # fmt: skip
-    add(c("compact-stdin", "compact --force - < {in}", "s1"))
-    add(c("compact-stdin-json", "compact --force --json - < {in}", "handcount"))
-    add(c("compact-many-jobs2", "compact --force --jobs 2 {in0} {in1} {in2}",
-          ["s1", "s3-cjk", "handcount"]))  # fmt: skip
-    add(c("compact-many-to-dir", "compact --force --jobs 1 -o out/ {in0} {in1}",
-          ["s1", "s1-claude-code"]))  # fmt: skip
-    for a in FOREIGN:
-        add(c(f"compact-foreign-{a}", "compact --force -o out.jsonl {in}", a))
-    for a in ("s1-claude-code", "openhands"):
-        add(c(f"compact-foreign-in-place-{a}", "compact --force {in}", a))
-    add(c("compact-gzip-in-place", "compact --force s.jsonl.gz", files={"s.jsonl.gz": gzip_of("s1")}))
-    add(c("compact-gzip-out", "compact --force -o out.jsonl s.jsonl.gz",
-          files={"s.jsonl.gz": gzip_of("s1")}))  # fmt: skip
-    add(c("compact-torn-line", "compact --force t.jsonl",
-          files={"t.jsonl": torn_copy("s1", '{"type":"message","uuid":"x","role":"us')}))  # fmt: skip
-    # configuration: file, environment, redaction
-    cfg = '[compact]\nkeep_recent = 4\nstrategy = "full_replace"\nkeep_recnt = 3\n'
-    add(c("compact-config-file", "compact --force --config cfg.toml {in}", "s1",
-          files={"cfg.toml": text_file(cfg)}))  # fmt: skip
-    add(c("compact-config-default-location", "compact --force {in}", "s1",
-          files={"xdg/compactctl/config.toml": text_file("[compact]\nkeep_recent = 2\n")},
-          env={"XDG_CONFIG_HOME": "xdg"}))  # fmt: skip
-    add(c("compact-config-missing", "compact --force --config nope.toml {in}", "s1"))
-    add(c("compact-config-invalid", "compact --force --config bad.toml {in}", "s1",
-          files={"bad.toml": text_file("[compact\nkeep_recent = \n")}))  # fmt: skip
-    add(c("compact-env-keep-recent", "compact --force {in}", "s1",
-          env={"COMPACTCTL_KEEP_RECENT": "3"}))  # fmt: skip
-    add(c("compact-env-bad-value", "compact --force {in}", "s1",
-          env={"COMPACTCTL_KEEP_RECENT": "three"}))  # fmt: skip
-    secrets = {"secrets.jsonl": SECRETS}
-    add(c("compact-redact-default", "compact --force --keep-recent 2 {in}", files=secrets))
-    for value in ("0", "1", "off", "bogus"):
-        add(c(f"compact-redact-env-{value}", "compact --force --keep-recent 2 {in}", files=secrets,
-              env={"COMPACTCTL_REDACT": value}))  # fmt: skip
-    add(c("compact-no-redact", "compact --force --keep-recent 2 --no-redact {in}", files=secrets))
-    add(c("compact-redact-task-state", "compact --force --keep-recent 2 --summary-format "
-          "task-state {in}", files=secrets))  # fmt: skip
-    # compact usage errors
-    add(c("compact-bad-strategy", "compact --force --strategy bogus {in}", "s1"))
-    add(c("compact-bad-summary-format", "compact --force --summary-format xml {in}", "s1"))
-    add(c("compact-bad-as", "compact --force --materialize --as xml {in}", "s1"))
-    add(c("compact-as-without-materialize", "compact --force --as openai {in}", "s1"))
-    add(c("compact-output-is-input", "compact --force -o {in} {in}", "s1"))
-    add(c("compact-output-several", "compact --force -o out.jsonl {in0} {in1}", ["s1", "s3-cjk"]))
-    add(c("compact-bad-jobs", "compact --force --jobs 0 {in}", "s1"))
-    add(c("compact-bad-tier", "compact --force --materialize --tier L7 {in}", "s1"))
-
-    # rules
-    add(c("rules-list", "rules --list"))
-    add(c("rules-list-json", "rules --list --json"))
-    for a in CANONICAL:
-        add(c(f"rules-{a}", "rules {in}", a))
-    add(c("rules-json", "rules --json {in}", "s2"))
-    add(c("rules-dry-run", "rules --dry-run {in}", "s2"))
-    add(c("rules-check", "rules --check {in}", "s2"))
-    add(c("rules-twice-then-check", ["rules {in}", "rules {in}", "rules --check {in}"], "s3-cjk"))
-    add(c("rules-stdin", "rules - < {in}", "s2"))
-    add(c("rules-stdin-json", "rules --json - < {in}", "s1"))
-    add(c("rules-only", "rules --only ansi --only whitespace {in}", "s2"))
-    add(c("rules-skip", "rules --skip cjk_punctuation {in}", "s3-cjk"))
-    add(c("rules-only-unknown", "rules --only nope {in}", "s2"))
-    add(c("rules-estimate", "rules --estimate {in}", "s1"))
-    add(c("rules-materialize", "rules --materialize -o out.jsonl {in}", "s2"))
-    add(c("rules-foreign-out", "rules -o out.jsonl {in}", "s1-claude-code"))
-    add(c("rules-foreign-in-place", "rules {in}", "codex-rollout-compacted"))
-    add(c("rules-no-paths", "rules"))
-
-    # dedup
-    for a in CANONICAL:
-        add(c(f"dedup-{a}", "dedup {in}", a))
-    add(c("dedup-threshold-0.9", "dedup --threshold 0.9 {in}", "s2"))
-    add(c("dedup-threshold-0.9-s1", "dedup --threshold 0.9 {in}", "s1"))
-    add(c("dedup-scope-tool", "dedup --scope tool {in}", "s2"))
-    add(c("dedup-scope-assistant", "dedup --scope assistant {in}", "s2"))
-    add(c("dedup-json", "dedup --json {in}", "s2"))
-    add(c("dedup-min-chars", "dedup --min-chars 50 {in}", "s1"))
-    add(c("dedup-check", "dedup --check {in}", "s2"))
-    add(c("dedup-twice", ["dedup {in}", "dedup {in}"], "s2"))
-    add(c("dedup-stdin", "dedup - < {in}", "s2"))
-    add(c("dedup-foreign-out", "dedup -o out.jsonl {in}", "s2-claude-code"))
-    add(c("dedup-bad-threshold", "dedup --threshold 1.5 {in}", "s1"))
-    add(c("dedup-threshold-not-a-number", "dedup --threshold abc {in}", "s1"))
-    add(c("dedup-bad-scope", "dedup --scope everything {in}", "s1"))
-
-    # pipes: each stage reads the stdout of the one before
-    add(c("pipe-rules-dedup-compact", ["rules - < {in}", "dedup - <|", "compact --force - <|"],
-          "s2"))  # fmt: skip
-    add(c("pipe-rules-dedup-json", ["rules --json - < {in}", "dedup --json - <|"], "s1"))
-    add(c("layers-in-place", ["rules {in}", "dedup {in}", "compact --force {in}", "inspect {in}"],
-          "s2"))  # fmt: skip
-
-    # tiers (after a summary)
-    for a in CANONICAL:
-        add(c(f"tiers-{a}", ["compact --force {in}", "tiers {in}"], a))
-    add(c("tiers-without-summary", "tiers {in}", "s1"))
-    add(c("tiers-json", ["compact --force {in}", "tiers --json {in}"], "s2"))
-    add(c("tiers-twice", ["compact --force {in}", "tiers {in}", "tiers {in}"], "s1"))
-    add(c("tiers-l0-materialize", ["compact --force {in}",
-          "tiers --tier L0 --materialize -o ctx.jsonl {in}"], "s1"))  # fmt: skip
-    add(c("tiers-l2-dry-run", ["compact --force {in}", "tiers --tier L2 --dry-run {in}"], "s3-cjk"))
-    add(c("tiers-then-inspect", ["compact --force {in}", "tiers --tier L1 {in}",
-          "inspect --tier L0 --effective {in}", "inspect {in}"], "s1"))  # fmt: skip
-    add(c("tiers-compact-materialize-tier", ["compact --force {in}", "tiers {in}",
-          "compact --materialize --tier L1 -o ctx.jsonl {in}"], "s2"))  # fmt: skip
-    add(c("tiers-foreign-out", "tiers -o out.jsonl {in}", "claude-stream-compact"))
-    add(c("tiers-foreign-codex", "tiers -o out.jsonl {in}", "codex-rollout-compacted"))
-    add(c("tiers-bad-tier", "tiers --tier L9 {in}", "s1"))
-
-    # convert
-    add(c("convert-list-formats", "convert --list-formats"))
-    add(c("convert-list-formats-json", "convert --list-formats --json"))
-    for a in FOREIGN:
-        add(c(f"convert-{a}", "convert -o out.jsonl {in}", a))
-    add(c("convert-canonical", "convert -o out.jsonl {in}", "handcount"))
-    add(c("convert-stdout", "convert {in}", "openai-chat-variants"))
-    add(c("convert-stdin", "convert - < {in}", "codex-exec"))
-    add(c("convert-json", "convert --json -o out.jsonl {in}", "openhands"))
-    add(c("convert-dry-run", "convert --dry-run -o out.jsonl {in}", "swe-agent"))
-    add(c("convert-check-canonical", "convert --check {in}", "s1"))
-    add(c("convert-check-foreign", "convert --check {in}", "s1-claude-code"))
-    add(c("convert-check-several", "convert --check --jobs 1 {in0} {in1} {in2}",
-          ["s1", "s1-claude-stream", "openhands"]))  # fmt: skip
-    add(c("convert-to-dir", "convert --jobs 2 -o conv/ {in0} {in1} {in2}",
-          ["s1-claude-code", "s1-codex-rollout", "swe-agent"]))  # fmt: skip
-    add(c("convert-several-no-dir", "convert {in0} {in1}", ["s1-claude-code", "swe-agent"]))
-    add(c("convert-format-forced", "convert --format claude-code -o out.jsonl {in}",
-          "s1-claude-code"))  # fmt: skip
-    add(c("convert-format-wrong", "convert --format openhands -o out.jsonl {in}", "s1"))
-    add(c("convert-format-unknown", "convert --format nope -o out.jsonl {in}", "s1"))
-
-    # the store
-    add(c("store-after-compact", ["compact --force {in}", "inspect --store",
-          "inspect --store --json"], "s1"))  # fmt: skip
-    add(c("store-all-commands", ["rules {in}", "dedup {in}", "compact --force {in}", "tiers {in}",
-          "inspect --json --store --days 1"], "s2"))  # fmt: skip
-    add(c("store-missing", "inspect --store"))
-    add(c("store-no-store", ["compact --force --no-store {in}", "inspect --store"], "s1"))
-    add(c("store-db-option", ["compact --force --db my.db {in}", "inspect --db my.db"], "s1"))
-
-    # bad inputs and usage errors
-    add(c("missing-file-inspect", "inspect missing.jsonl"))
-    add(c("missing-file-compact", "compact --force missing.jsonl"))
-    add(c("missing-and-present", "inspect --jobs 1 missing.jsonl {in}", "handcount"))
-    text = {"notes.txt": text_file("hello\nthis is not json\n")}
-    binary = {"blob.jsonl": binary_file()}
-    for cmd in ("inspect", "compact --force", "rules", "dedup", "convert -o out.jsonl"):
-        verb = cmd.split()[0]
-        add(c(f"text-file-{verb}", f"{cmd} notes.txt", files=text))
-        add(c(f"binary-file-{verb}", f"{cmd} blob.jsonl", files=binary))
-    add(c("empty-file-inspect", "inspect empty.jsonl", files={"empty.jsonl": text_file("")}))
-    add(c("empty-file-compact", "compact --force empty.jsonl", files={"empty.jsonl": text_file("")}))
-    add(c("empty-folder", "inspect empty/", files={"empty": empty_folder()}))
-    add(c("torn-line-inspect", "inspect t.jsonl",
-          files={"t.jsonl": torn_copy("handcount", '{"type":"message","uuid":"m8"')}))  # fmt: skip
-    add(c("torn-line-rules", "rules t.jsonl",
-          files={"t.jsonl": torn_copy("s2", '{"type":"message","uuid":"zz","content":"tor')}))  # fmt: skip
-    add(c("gzip-inspect", "inspect s.jsonl.gz", files={"s.jsonl.gz": gzip_of("s1")}))
-    add(c("unknown-command", "frobnicate {in}", "s1"))
-    add(c("unknown-option", "inspect --nope {in}", "s1"))
-    add(c("inspect-no-paths", "inspect"))
-    add(c("inspect-bad-tier", "inspect --tier L5 {in}", "s1"))
-    add(c("inspect-bad-jobs", "inspect --jobs 0 {in}", "s1"))
-    add(c("inspect-format-unknown", "inspect --format nope {in}", "s1"))
-    add(c("inspect-format-wrong", "inspect --format swe-agent {in}", "s1"))
-    return out
+    return [
+        # help and version
+        c("help", "--help"),
+        c("no-args", ""),
+        c("version", "--version"),
+        *(c(f"help-{cmd}", f"{cmd} --help") for cmd in COMMANDS),
+        # inspect: the table of every fixture, --json and the other views of a selection
+        *(c(f"inspect-{a}", "inspect --jobs 1 {in}", a) for a in ALL_FIXTURES),
+        *(
+            c(f"inspect-json-{a}", "inspect --json --jobs 1 {in}", a)
+            for a in ("s1", "s2", "handcount", "s1-claude-code", "openhands")
+        ),
+        c("inspect-json-swe-agent", "inspect --json {in}", "swe-agent"),
+        *(c(f"inspect-estimate-{a}", "inspect --estimate {in}", a) for a in ESTIMATED),
+        *(c(f"inspect-effective-{a}", "inspect --effective {in}", a) for a in EFFECTIVE),
+        *(c(f"inspect-check-{a}", "inspect --check {in}", a) for a in ("s1", "handcount")),
+        c("inspect-many-findings", "inspect {in}", files=FINDINGS_FILE),  # 20 findings shown
+        c("inspect-many-findings-verbose", "inspect -v {in}", files=FINDINGS_FILE),  # all
+        c(
+            "inspect-top-encoding-window",
+            "inspect --top 3 --encoding cl100k_base --context-window 5000 {in}",
+            "s2",
+        ),
+        c("inspect-format-claude-code", "inspect --format claude-code {in}", "s1-claude-code"),
+        c("inspect-stdin", "inspect - < {in}", "s1"),
+        c("inspect-stdin-json-estimate", "inspect --json --estimate - < {in}", "handcount"),
+        c("inspect-many-jobs1", "inspect --jobs 1 {in0} {in1} {in2}", SEVERAL),
+        c("inspect-folder-json-jobs2", "inspect --json --estimate --jobs 2 sessions/", FOLDER),
+        # compact
+        *(c(f"compact-force-{a}", "compact --force {in}", a) for a in CANONICAL),
+        *(c(f"compact-default-{a}", "compact {in}", a) for a in ("s1", "s2", "s3-cjk")),
+        c("compact-context-window-trigger", "compact --context-window 8000 {in}", "s1"),
+        c("compact-input-token-threshold", "compact --input-token-threshold 3000 {in}", "s1"),
+        c("compact-dry-run", "compact --force --dry-run {in}", "s1"),
+        c("compact-check-force", "compact --force --check {in}", "s1"),
+        c("compact-check-default", "compact --check {in}", "s2"),
+        c("compact-json", "compact --force --json {in}", "s1"),
+        c("compact-full-replace", "compact --force --strategy full_replace {in}", "s1"),
+        c("compact-task-state", "compact --force --summary-format task-state {in}", "s1"),
+        c(
+            "compact-task-state-json",
+            "compact --force --summary-format task-state --json {in}",
+            "s2",
+        ),
+        c("compact-materialize", "compact --force --materialize -o out.jsonl {in}", "s1"),
+        c(
+            "compact-materialize-openai",
+            "compact --force --materialize --as openai -o out.json {in}",
+            "s1",
+        ),
+        c("compact-materialize-stdout", "compact --force --materialize {in}", "s3-cjk"),
+        c("compact-events", "compact --force --events {in}", "s1"),
+        c("compact-estimate", "compact --force --estimate {in}", "s2"),
+        c("compact-micro-only", "compact --micro-only --context-window 8000 {in}", "s1"),
+        c("compact-no-micro", "compact --force --no-micro {in}", "s1"),
+        c("compact-keep-recent-4", "compact --force --keep-recent 4 {in}", "s2"),
+        c("compact-reactive", "compact --reactive {in}", "s3-cjk"),
+        c("compact-max-summary-chars", "compact --force --max-summary-chars 2000 {in}", "s2"),
+        c("compact-instructions", "compact --force --instructions 'keep test names' {in}", "s1"),
+        c("compact-preserve-bash", "compact --force --preserve bash {in}", "s1"),
+        c(
+            "compact-model-dry-run",
+            "compact --force --dry-run --model openai/gpt-4o-mini {in}",
+            "s1",
+        ),
+        c("compact-twice", ["compact --force {in}"] * 2, "s1"),
+        c("compact-twice-s2", ["compact --force --jobs 1 {in}", "compact --force {in}"], "s2"),
+        c("compact-stdin", "compact --force - < {in}", "s1"),
+        c("compact-stdin-json", "compact --force --json - < {in}", "s1"),
+        c("compact-many-jobs2", "compact --force --jobs 2 {in0} {in1} {in2}", SEVERAL),
+        c(
+            "compact-many-to-dir",
+            "compact --force --jobs 1 -o out/ {in0} {in1}",
+            ["s1", "s1-claude-code"],
+        ),
+        *(c(f"compact-foreign-{a}", "compact --force -o out.jsonl {in}", a) for a in FOREIGN),
+        c("compact-foreign-in-place", "compact --force {in}", "openhands"),
+        c("compact-gzip-in-place", "compact --force s.jsonl.gz", files=GZIP_FILE),
+        c("compact-gzip-out", "compact --force -o out.jsonl s.jsonl.gz", files=GZIP_FILE),
+        c(
+            "compact-torn-line",
+            "compact --force t.jsonl",
+            files={"t.jsonl": torn_copy("s1", '{"type":"message","uuid":"x","role":"us')},
+        ),
+        # compact: configuration file, environment, redaction
+        c(
+            "compact-config-file",
+            "compact --force --config cfg.toml {in}",
+            "s1",
+            files={"cfg.toml": text_file(CONFIG)},
+        ),
+        c(
+            "compact-config-default-location",
+            "compact --force {in}",
+            "s1",
+            files={"xdg/compactctl/config.toml": text_file("[compact]\nkeep_recent = 2\n")},
+            env={"XDG_CONFIG_HOME": "xdg"},
+        ),
+        c("compact-config-missing", "compact --force --config nope.toml {in}", "s1"),
+        c(
+            "compact-config-invalid",
+            "compact --force --config bad.toml {in}",
+            "s1",
+            files={"bad.toml": text_file("[compact\nkeep_recent = \n")},
+        ),
+        c(
+            "compact-env-keep-recent",
+            "compact --force {in}",
+            "s1",
+            env={"COMPACTCTL_KEEP_RECENT": "3"},
+        ),
+        c(
+            "compact-env-bad-value",
+            "compact --force {in}",
+            "s1",
+            env={"COMPACTCTL_KEEP_RECENT": "three"},
+        ),
+        c("compact-redact-default", f"{REDACT} {{in}}", files=SECRETS_FILE),
+        *(
+            c(
+                f"compact-redact-env-{value or 'empty'}",
+                f"{REDACT} {{in}}",
+                files=SECRETS_FILE,
+                env={"COMPACTCTL_REDACT": value},
+            )
+            for value in ("0", "bogus", "")
+        ),
+        c("compact-no-redact", f"{REDACT} --no-redact {{in}}", files=SECRETS_FILE),
+        c(
+            "compact-redact-config-false",
+            f"{REDACT} --config cfg.toml secrets.jsonl",
+            files={**SECRETS_FILE, "cfg.toml": text_file("redact = false\n")},
+        ),
+        c(
+            "compact-redact-task-state",
+            f"{REDACT} --summary-format task-state {{in}}",
+            files=SECRETS_FILE,
+        ),
+        # compact: usage errors
+        c("compact-bad-strategy", "compact --force --strategy bogus {in}", "s1"),
+        c("compact-bad-summary-format", "compact --force --summary-format xml {in}", "s1"),
+        c("compact-bad-as", "compact --force --materialize --as xml {in}", "s1"),
+        c("compact-as-without-materialize", "compact --force --as openai {in}", "s1"),
+        c("compact-output-is-input", "compact --force -o {in} {in}", "s1"),
+        c("compact-output-several", "compact --force -o out.jsonl {in0} {in1}", ["s1", "s3-cjk"]),
+        c("compact-bad-jobs", "compact --force --jobs 0 {in}", "s1"),
+        c("compact-bad-tier", "compact --force --materialize --tier L7 {in}", "s1"),
+        # rules
+        c("rules-list", "rules --list"),
+        c("rules-list-json", "rules --list --json"),
+        *(c(f"rules-{a}", "rules {in}", a) for a in CANONICAL),
+        c("rules-json", "rules --json {in}", "s2"),
+        c("rules-dry-run", "rules --dry-run {in}", "s2"),
+        c("rules-check", "rules --check {in}", "s2"),
+        c("rules-twice-then-check", ["rules {in}", "rules {in}", "rules --check {in}"], "s3-cjk"),
+        c("rules-stdin", "rules - < {in}", "s1"),
+        c("rules-stdin-json", "rules --json - < {in}", "s1"),
+        c("rules-only", "rules --only ansi --only whitespace {in}", "s2"),
+        c("rules-skip", "rules --skip cjk_punct --skip whitespace {in}", "s3-cjk"),
+        c("rules-only-unknown", "rules --only nope {in}", "s2"),
+        c("rules-estimate", "rules --estimate {in}", "s1"),
+        c("rules-materialize", "rules --materialize -o out.jsonl {in}", "s2"),
+        c("rules-foreign-out", "rules -o out.jsonl {in}", "s1-claude-code"),
+        c("rules-foreign-in-place", "rules {in}", "codex-rollout-compacted"),
+        c("rules-no-paths", "rules"),
+        # dedup
+        *(c(f"dedup-{a}", "dedup {in}", a) for a in CANONICAL),
+        c("dedup-threshold-0.9", "dedup --threshold 0.9 {in}", "s2"),
+        c("dedup-scope-tool", "dedup --scope tool {in}", "s2"),
+        c("dedup-scope-assistant", "dedup --scope assistant {in}", "s2"),
+        c("dedup-json", "dedup --json {in}", "s2"),
+        c("dedup-min-chars", "dedup --min-chars 50 {in}", "s1"),
+        c("dedup-check", "dedup --check {in}", "s2"),
+        c("dedup-twice", ["dedup {in}", "dedup {in}"], "s2"),
+        c("dedup-stdin", "dedup - < {in}", "s1"),
+        c("dedup-foreign-out", "dedup -o out.jsonl {in}", "s1-claude-code"),
+        c("dedup-bad-threshold", "dedup --threshold 1.5 {in}", "s1"),
+        c("dedup-threshold-not-a-number", "dedup --threshold abc {in}", "s1"),
+        c("dedup-bad-scope", "dedup --scope everything {in}", "s1"),
+        # pipes (each step reads the stdout of the one before) and the layers in place
+        c(
+            "pipe-rules-dedup-compact",
+            ["rules - < {in}", "dedup - <|", "compact --force - <|"],
+            "s1",
+        ),
+        c("pipe-rules-dedup-json", ["rules --json - < {in}", "dedup --json - <|"], "s1"),
+        c(
+            "layers-in-place",
+            ["rules {in}", "dedup {in}", "compact --force {in}", "inspect {in}"],
+            "s2",
+        ),
+        # tiers (after a summary)
+        *(c(f"tiers-{a}", COMPACT_THEN_TIERS, a) for a in ("s1", "s2", "s3-cjk")),
+        c("tiers-without-summary", "tiers {in}", "s1"),
+        c("tiers-json", ["compact --force {in}", "tiers --json {in}"], "s2"),
+        c("tiers-twice", [*COMPACT_THEN_TIERS, "tiers {in}"], "s1"),
+        c(
+            "tiers-l0-materialize",
+            ["compact --force {in}", "tiers --tier L0 --materialize -o ctx.jsonl {in}"],
+            "s1",
+        ),
+        c("tiers-l2-dry-run", ["compact --force {in}", "tiers --tier L2 --dry-run {in}"], "s3-cjk"),
+        c(
+            "tiers-then-inspect",
+            [
+                "compact --force {in}",
+                "tiers --tier L1 {in}",
+                "inspect --tier L0 --effective {in}",
+                "inspect {in}",
+            ],
+            "s1",
+        ),
+        c(
+            "tiers-compact-materialize-tier",
+            [*COMPACT_THEN_TIERS, "compact --materialize --tier L1 -o ctx.jsonl {in}"],
+            "s2",
+        ),
+        c("tiers-foreign-stream", "tiers -o out.jsonl {in}", "claude-stream-compact"),
+        c("tiers-foreign-codex", "tiers -o out.jsonl {in}", "codex-rollout-compacted"),
+        c("tiers-bad-tier", "tiers --tier L9 {in}", "s1"),
+        # convert
+        c("convert-list-formats", "convert --list-formats"),
+        c("convert-list-formats-json", "convert --list-formats --json"),
+        *(c(f"convert-{a}", "convert -o out.jsonl {in}", a) for a in FOREIGN),
+        c("convert-canonical", "convert -o out.jsonl {in}", "handcount"),
+        c("convert-stdout", "convert {in}", "openai-chat-variants"),
+        c("convert-stdin", "convert - < {in}", "codex-exec"),
+        c("convert-json", "convert --json -o out.jsonl {in}", "openhands"),
+        c("convert-dry-run", "convert --dry-run -o out.jsonl {in}", "swe-agent"),
+        c("convert-check-canonical", "convert --check {in}", "s1"),
+        c("convert-check-foreign", "convert --check {in}", "s1-claude-code"),
+        c(
+            "convert-check-several",
+            "convert --check --jobs 1 {in0} {in1} {in2}",
+            ["s1", "s1-claude-stream", "openhands"],
+        ),
+        c(
+            "convert-to-dir",
+            "convert --jobs 2 -o conv/ {in0} {in1} {in2}",
+            ["s1-claude-code", "s1-codex-rollout", "swe-agent"],
+        ),
+        c("convert-several-no-dir", "convert {in0} {in1}", ["s1-claude-code", "swe-agent"]),
+        c(
+            "convert-format-forced",
+            "convert --format claude-code -o out.jsonl {in}",
+            "s1-claude-code",
+        ),
+        c("convert-format-wrong", "convert --format openhands -o out.jsonl {in}", "s1"),
+        c("convert-format-unknown", "convert --format nope -o out.jsonl {in}", "s1"),
+        # the SQLite store (in the case folder)
+        c(
+            "store-after-compact",
+            ["compact --force {in}", "inspect --store", "inspect --store --json"],
+            "s1",
+        ),
+        c(
+            "store-all-commands",
+            ["rules {in}", "dedup {in}", *COMPACT_THEN_TIERS, "inspect --json --store --days 1"],
+            "s2",
+        ),
+        c("store-missing", "inspect --store"),
+        c("store-no-store", ["compact --force --no-store {in}", "inspect --store"], "s1"),
+        c(
+            "store-db-option",
+            ["compact --force --db ../state/my.db {in}", "inspect --db ../state/my.db"],
+            "s1",
+        ),
+        # bad inputs and usage errors
+        c("missing-file-inspect", "inspect missing.jsonl"),
+        c("missing-and-present", "inspect --jobs 1 missing.jsonl {in}", "handcount"),
+        *(
+            c(f"text-file-{cmd.split()[0]}", f"{cmd} notes.txt", files=TEXT_FILE)
+            for cmd in ("inspect", "convert -o out.jsonl")
+        ),
+        *(
+            c(f"binary-file-{cmd.split()[0]}", f"{cmd} blob.jsonl", files=BINARY_FILE)
+            for cmd in ("compact --force", "rules", "dedup")
+        ),
+        c("empty-file-inspect", "inspect empty.jsonl", files=EMPTY_FILE),
+        c("empty-file-compact", "compact --force empty.jsonl", files=EMPTY_FILE),
+        c("empty-folder", "inspect empty/", files={"empty": empty_folder()}),
+        c(
+            "torn-line-inspect",
+            "inspect t.jsonl",
+            files={"t.jsonl": torn_copy("handcount", '{"type":"message","uuid":"m8"')},
+        ),
+        c(
+            "torn-line-rules",
+            "rules t.jsonl",
+            files={"t.jsonl": torn_copy("s2", '{"type":"message","uuid":"zz"')},
+        ),
+        c("gzip-inspect", "inspect s.jsonl.gz", files=GZIP_FILE),
+        c("unknown-command", "frobnicate {in}", "s1"),
+        c("unknown-option", "inspect --nope {in}", "s1"),
+        c("inspect-no-paths", "inspect"),
+        c("inspect-bad-tier", "inspect --tier L5 {in}", "s1"),
+        c("inspect-bad-jobs", "inspect --jobs 0 {in}", "s1"),
+        c("inspect-format-unknown", "inspect --format nope {in}", "s1"),
+        c("inspect-format-wrong", "inspect --format swe-agent {in}", "s1"),
+    ]
 
 
 CASES: list[Case] = _build_cases()
@@ -552,12 +659,12 @@ def snapshot(folder: Path) -> dict[str, bytes | None]:
 
 
 def _appended(before: bytes | None, after: bytes | None) -> bytes | str:
-    """The bytes a file gained, or a ``!!!`` message when it changed otherwise."""
+    """The bytes a file gained, or a :data:`BROKEN` message when it changed otherwise."""
     if after is None:
-        return "!!! the file was deleted"
+        return BROKEN + "the file was deleted>>"
     if before is None or not after.startswith(before):
         size = 0 if before is None else len(before)
-        return f"!!! the original {size} bytes are not a prefix of the new {len(after)} bytes"
+        return f"{BROKEN}the original {size} bytes are not a prefix of the new {len(after)}>>"
     return after[len(before or b"") :]
 
 
@@ -646,26 +753,36 @@ def run_case(
             after = snapshot(work)
             previous = proc.stdout
             appended = {k: _appended(before.get(k), after.get(k)) for k in originals}
-            outputs = {
+            outputs: dict[str, bytes | str] = {
                 k: v
                 for k, v in after.items()
                 if k not in originals and v is not None and before.get(k) != v
             }
-            outputs.update({k: "!!! deleted" for k in before if k not in after})
+            outputs.update({k: BROKEN + "deleted>>" for k in before if k not in after})
             steps.append(
                 {
                     "exit": proc.returncode,
                     "stdout": proc.stdout,
                     "stderr": proc.stderr,
-                    "appended": next(iter(appended.values())) if len(appended) == 1 else appended,
+                    "appended": _one_or_map(appended),
                     "outputs": outputs,
                 }
             )
     norm = (lambda b: normalise(b, ctx)) if normalise_text else _text
-    results = [_map_bytes(s, norm) for s in steps]
+    results: list[dict[str, Any]] = [_map_bytes(s, norm) for s in steps]
     if len(results) == 1:
         return results[0]
-    return {key: [r[key] for r in results] for key in ("exit", "stdout", "stderr", "appended", "outputs")}
+    return {
+        key: [r[key] for r in results]
+        for key in ("exit", "stdout", "stderr", "appended", "outputs")
+    }
+
+
+def _one_or_map(appended: dict[str, Any]) -> Any:
+    """The appended value of a step: ``None`` (no files), the one file's, or a map."""
+    if not appended:
+        return None
+    return next(iter(appended.values())) if len(appended) == 1 else appended
 
 
 def _utc_date() -> str:
@@ -776,32 +893,38 @@ def load(name: str) -> dict[str, Any]:
     return doc
 
 
+STEP_KEYS = ("args", "stdin", "exit", "stdout", "stderr", "appended", "outputs")
+"""The keys of a case file that hold one entry per step when the case has several."""
+
+
 def diff(expected: Mapping[str, Any], actual: Mapping[str, Any], name: str) -> str:
-    """A unified diff of two case files' texts, with multi-line strings shown as lines."""
-
-    def lines(doc: Mapping[str, Any]) -> list[str]:
-        out: list[str] = []
-        for key in sorted(doc):
-            value = doc[key]
-            values = value if isinstance(value, list) and key != "args" else [value]
-            for i, v in enumerate(values):
-                label = f"{key}[{i}]" if len(values) > 1 or values is value else key
-                if isinstance(v, str) and "\n" in v:
-                    out.append(f"{label}: |")
-                    out.extend("  " + line for line in v.splitlines())
-                elif isinstance(v, dict) and any(isinstance(x, str) and "\n" in x for x in v.values()):
-                    for k in sorted(v):
-                        out.append(f"{label}.{k}: |")
-                        out.extend("  " + line for line in str(v[k]).splitlines())
-                else:
-                    out.append(f"{label}: {json.dumps(v, sort_keys=True, ensure_ascii=False)}")
-        return out
-
+    """A unified diff of two case files, multi-line texts shown line by line."""
     return "\n".join(
         difflib.unified_diff(
-            lines(expected), lines(actual), f"expected/{name}", f"actual/{name}", lineterm=""
+            _lines(expected), _lines(actual), f"expected/{name}", f"actual/{name}", lineterm=""
         )
     )
+
+
+def _lines(doc: Mapping[str, Any]) -> list[str]:
+    """A case file as labelled lines: ``stdout[1]: |`` then the text, indented."""
+    several = isinstance(doc.get("exit"), list)
+    out: list[str] = []
+    for key in sorted(doc):
+        if several and key in STEP_KEYS:
+            for i, value in enumerate(doc[key]):
+                out.extend(_show(f"{key}[{i}]", value))
+        else:
+            out.extend(_show(key, doc[key]))
+    return out
+
+
+def _show(label: str, value: Any) -> list[str]:
+    if isinstance(value, str) and "\n" in value:
+        return [f"{label}: |", *("  " + line for line in value.split("\n"))]
+    if isinstance(value, dict) and value and set(value) != {"base64"}:
+        return [line for k in sorted(value) for line in _show(f"{label}[{k!r}]", value[k])]
+    return [f"{label}: {json.dumps(value, sort_keys=True, ensure_ascii=False)}"]
 
 
 def non_utf8(doc: Any, where: str = "") -> list[str]:
@@ -813,6 +936,21 @@ def non_utf8(doc: Any, where: str = "") -> list[str]:
     if isinstance(doc, list):
         return [p for i, v in enumerate(doc) for p in non_utf8(v, f"{where}[{i}]")]
     return []
+
+
+def broken(doc: Mapping[str, Any]) -> list[str]:
+    """The places in a case file where a file changed other than by an append."""
+
+    def walk(value: Any, where: str) -> list[str]:
+        if isinstance(value, str):
+            return [where] if value.startswith(BROKEN) else []
+        if isinstance(value, dict):
+            return [p for k, v in value.items() for p in walk(v, f"{where}.{k}")]
+        if isinstance(value, list):
+            return [p for i, v in enumerate(value) for p in walk(v, f"{where}[{i}]")]
+        return []
+
+    return walk(doc["appended"], "appended") + walk(doc["outputs"], "outputs")
 
 
 def which_source(python: str, source_root: Path | None) -> str:
@@ -839,11 +977,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="record cases/<name>.json")
     mode.add_argument("--check", action="store_true", help="compare with cases/<name>.json")
+    mode.add_argument(
+        "--raw", type=Path, metavar="DIR", help="write unnormalised results to DIR (to diff runs)"
+    )
     parser.add_argument("--source", type=Path, help="code to run (first on PYTHONPATH)")
     parser.add_argument("--python", default=sys.executable, help="interpreter (default: this)")
     parser.add_argument("--only", help="run the cases whose name matches this regex")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases at once")
-    parser.add_argument("--raw", type=Path, help="also dump unnormalised results to this folder")
     args = parser.parse_args(argv)
 
     cases = [c for c in CASES if not args.only or re.search(args.only, c.name)]
@@ -856,28 +996,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="compactctl-golden-cache-") as cache:
 
-        def run(c: Case) -> tuple[Case, dict[str, Any], dict[str, Any] | None]:
-            result = run_case(c, args.python, args.source, cache_dir=Path(cache))
-            raw = None
-            if args.raw is not None:
-                raw = run_case(
-                    c, args.python, args.source, cache_dir=Path(cache), normalise_text=False
-                )
-            return c, record(c, result), raw
+        def run(c: Case) -> tuple[Case, dict[str, Any]]:
+            result = run_case(
+                c, args.python, args.source, cache_dir=Path(cache), normalise_text=not args.raw
+            )
+            return c, record(c, result)
 
         with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
             done = list(pool.map(run, cases))
     elapsed = time.monotonic() - started
 
     failed = 0
-    for c, doc, raw in done:
-        if raw is not None:
+    for c, doc in done:
+        if args.raw:
             args.raw.mkdir(parents=True, exist_ok=True)
-            (args.raw / f"{c.name}.json").write_text(dumps(record(c, raw)), encoding="utf-8")
+            (args.raw / f"{c.name}.json").write_text(dumps(doc), encoding="utf-8")
+            continue
         for where in non_utf8(doc):
             print(f"{c.name}: {where} is not valid UTF-8 (stored as base64)", file=sys.stderr)
-        if "!!!" in json.dumps(doc["appended"]) or "!!!" in json.dumps(doc["outputs"]):
-            print(f"{c.name}: an input file was changed other than by an append", file=sys.stderr)
+        for where in broken(doc):
+            print(f"{c.name}: {where}: changed other than by an append", file=sys.stderr)
         if args.write:
             CASES_DIR.mkdir(parents=True, exist_ok=True)
             case_path(c.name).write_text(dumps(doc), encoding="utf-8")
@@ -893,7 +1031,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for stale in sorted(set(CASES_DIR.glob("*.json")) - {case_path(n) for n in names}):
             stale.unlink()
             print(f"removed stale {stale.name}", file=sys.stderr)
-    verb = "wrote" if args.write else "checked"
+    verb = "checked" if args.check else "wrote"
     summary = f"{verb} {len(done)} cases in {elapsed:.1f} s"
     print(summary + (f"; {failed} differ" if failed else "; all equal"), file=sys.stderr)
     return 1 if failed else 0

@@ -1,0 +1,172 @@
+"""Options from the command line: flag > environment > config file > default, in one place.
+
+:func:`resolve` builds any options dataclass (the layers' in :mod:`compactctl.layers.options`,
+the only place a default lives; :class:`~compactctl.app.jobs.OutputOptions`;
+:class:`~compactctl.app.inspect.InspectOptions`) from what the user typed and the settings
+(:class:`~compactctl.app.config.Settings`: ``COMPACTCTL_<KEY>`` and the config file), parsing
+each value by its field's type. :func:`output_options` adds the checks of ``-o``, ``--as`` and
+``--tier`` against the inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
+from compactctl.errors import UsageError
+from compactctl.io.files import STDIN, discover
+
+if TYPE_CHECKING:
+    from compactctl.app.jobs import OutputOptions
+
+__all__ = ["config_key", "data_on_stdout", "output_options", "resolve"]
+
+Options = TypeVar("Options")
+
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "bool": to_bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "tuple[str, ...]": tuple,
+}
+"""How a config or environment value is parsed, by the field's type (``X | None`` as ``X``).
+A tuple of strings is ``tuple(value)``: a TOML array; a plain string gives its characters,
+as it always has."""
+
+_UNSET: Any = object()
+
+
+def config_key(f: dataclasses.Field[Any]) -> str | None:
+    """The config key (and ``COMPACTCTL_`` suffix) of an options field, or ``None``.
+
+    The field's name, or the key its metadata names (:func:`compactctl.layers.options.
+    setting`); ``None`` when that is not one of :data:`~compactctl.app.config.KNOWN_KEYS`:
+    the field is then set by flags and by library callers only.
+    """
+    key = f.metadata.get("config", f.name)
+    return key if key in KNOWN_KEYS else None
+
+
+def resolve(cls: type[Options], flags: Mapping[str, Any], settings: Settings) -> Options:
+    """An options dataclass ``cls`` built from flags, environment, config file and defaults.
+
+    Fields are resolved in their declaration order (so the first bad value is the one
+    reported). For each field: its value in ``flags`` when not ``None`` (what the user
+    typed, already typed by the command line); else, for a field with a :func:`config_key`,
+    :meth:`Settings.get` of that key (``COMPACTCTL_<KEY>``, then the config file), parsed by
+    the field's type (:data:`_PARSERS`); else the class default. A configured value of a
+    field whose metadata says ``extends`` is added to the default instead of replacing it.
+
+    >>> from compactctl.layers.options import DedupOptions
+    >>> s = Settings({"dedup": {"min_chars": 50}}, "dedup", environ={"COMPACTCTL_SCOPE": "tool"})
+    >>> resolve(DedupOptions, {"threshold": 0.8}, s)
+    DedupOptions(threshold=0.8, scope='tool', min_chars=50, lsh_min_items=300)
+
+    Raises:
+        UsageError: an environment or config value cannot be parsed (the message names the
+            variable or the key), or ``cls`` rejects the result (its ``__post_init__``).
+        TypeError: ``flags`` names a field ``cls`` does not have, or a configurable field
+            has a type without a parser (programming errors).
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(flags) - set(fields)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        flag = flags.get(name)
+        if flag is not None:
+            values[name] = flag
+            continue
+        key = config_key(f)
+        if key is None:
+            continue
+        found = settings.get(key, None, _UNSET, _parser(f))
+        if found is not _UNSET:
+            values[name] = f.default + found if f.metadata.get("extends") else found
+    return cls(**values)
+
+
+def _parser(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        return _PARSERS[kind.removesuffix(" | None")]
+    except KeyError:
+        raise TypeError(f"no parser for field {f.name!r} of type {f.type!r}") from None
+
+
+def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any]) -> OutputOptions:
+    """The :class:`~compactctl.app.jobs.OutputOptions` of a run over PATHS.
+
+    Args:
+        settings: for ``lock_timeout``, ``torn_wait`` and ``db``.
+        paths: the command's PATHS, as typed.
+        flags: fields of ``OutputOptions`` as typed (``None``: not given); ``output`` names
+            a folder (``-o DIR/`` or an existing directory) or a file. The folder is
+            created unless ``dry_run`` or ``check``.
+
+    Raises:
+        UsageError: ``-o FILE`` with several inputs, or naming an input; two inputs with
+            the same name under ``-o DIR/``, or one that would overwrite its input; ``--as``
+            not canonical or openai, or without ``--materialize``; ``--tier`` not L0, L1 or
+            L2; a bad ``lock_timeout`` or ``torn_wait`` setting.
+    """
+    from compactctl.app.jobs import OutputOptions, output_name
+
+    output: str | None = flags.get("output")
+    output_dir: str | None = None
+    if output is not None and (os.path.isdir(output) or output.endswith(os.sep)):
+        output_dir, output = output, None
+        if not (flags.get("dry_run") or flags.get("check")):
+            os.makedirs(output_dir, exist_ok=True)
+    if output is not None or output_dir is not None:
+        files, _ = discover(paths)
+        if output is not None and len(files) > 1:
+            raise UsageError(
+                f"-o {output} would receive {len(files)} transcripts; give a folder "
+                "(-o DIR/) to write one file per input, or omit -o to append in place"
+            )
+        for f in files:
+            if output is not None and f != STDIN and _same_path(f, output):
+                raise UsageError(
+                    f"-o names the input {f} itself; write to another file (compactctl never "
+                    "rewrites a transcript), or omit -o to append to a canonical one in place"
+                )
+        if output_dir is not None:
+            targets = [os.path.join(output_dir, output_name(f)) for f in files]
+            clash = {t for t in targets if targets.count(t) > 1}
+            if clash:
+                raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
+            for f, t in zip(files, targets, strict=True):
+                if f != STDIN and _same_path(f, t):
+                    raise UsageError(
+                        f"-o {output_dir} would overwrite the input {f}; use another dir"
+                    )
+    as_format = flags.get("as_format") or OutputOptions.as_format
+    if as_format not in {"canonical", "openai"}:
+        raise UsageError(f"--as must be canonical or openai, not {as_format!r}")
+    if as_format != "canonical" and not flags.get("materialize"):
+        raise UsageError("--as applies to --materialize only")
+    tier = flags.get("tier")
+    if tier is not None and tier not in {"L0", "L1", "L2"}:
+        raise UsageError(f"--tier must be L0, L1 or L2, not {tier!r}")
+    return resolve(OutputOptions, {**flags, "output": output, "output_dir": output_dir}, settings)
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def data_on_stdout(out: OutputOptions, paths: list[str]) -> bool:
+    """Whether a transcript-changing run writes transcript data to stdout (its ``--json``
+    report then goes to stderr)."""
+    if out.output is not None:
+        return out.output == STDIN
+    return out.output_dir is None and (STDIN in paths or out.materialize)

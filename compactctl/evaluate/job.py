@@ -1,0 +1,271 @@
+"""``eval`` per file and over many files: what ``cli.py`` calls.
+
+:func:`evaluate_session` is the library entry: probes from the original messages
+(:func:`~compactctl.evaluate.probes.extract_probes`), checked against the effective context
+(:class:`~compactctl.evaluate.check.Context`), tokens before and after, then the optional
+judge and compare runs and the gates. :func:`eval_path` opens one transcript (a path or
+``-``; any format :class:`~compactctl.session.Session` reads) and is top-level so that
+``--jobs`` can run it in a process pool; :func:`run_eval` runs it over PATHS and writes the
+tables or the ``--json`` document. Nothing is ever written to a transcript.
+
+Cost, one session at a time: the file read once into events (the session's memory, as every
+layer), one replay, one pass of extraction over the messages, one substring search per probe
+(in its source message when the effective context still holds it; else in the context's
+text and its normalised copy, each built once, on first need), and the tokens of each
+distinct message text counted once (the counts of the messages replay keeps are reused for
+the effective context, as ``inspect`` does). Measured against ``inspect`` by ``make bench``
+(the ``eval`` rows).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compactctl.errors import InputError
+from compactctl.evaluate.check import Context
+from compactctl.evaluate.probes import extract_probes
+from compactctl.evaluate.report import (
+    EvalTotals,
+    FileEval,
+    eval_table,
+    gate_failures,
+)
+from compactctl.io.files import STDIN
+from compactctl.model import Message
+from compactctl.replay import View
+from compactctl.session import Session
+from compactctl.tokens import TokenCounter, message_payload
+
+__all__ = [
+    "EvalOptions",
+    "check_gates",
+    "eval_path",
+    "evaluate_session",
+    "original_for",
+    "prompt_sizes",
+    "run_eval",
+]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Options of ``eval`` (retentions are shares 0..1).
+
+    Attributes:
+        encoding: tiktoken encoding (``None``: by the session's model; ``"estimate"``: the
+            chars-based estimate), as ``inspect --encoding`` / ``--estimate``.
+        context_window: the ``--context-window`` override in tokens (for ``--compare``'s
+            compactions).
+        fmt: the input format (``None``: detected).
+        against: ``--against ORIGINAL``: take the probes and the tokens before from this
+            transcript (a file, or a folder holding one file per input by name, as ``-o
+            DIR/`` wrote them), and check them against each PATH's effective context.
+        min_retention: ``--min-retention``: a file below this overall retention fails the
+            gate (exit 1).
+        minimums: ``--min KIND=X``: per-kind gates, ``((kind, X), ...)``.
+        judge: ``--judge``: a :class:`~compactctl.evaluate.judge.JudgeOptions`, or ``None``.
+        compare: ``--compare`` configurations (:func:`compactctl.evaluate.compare.
+            parse_configs`); empty: no comparison.
+    """
+
+    encoding: str | None = None
+    context_window: int | None = None
+    fmt: str | None = None
+    against: str | None = None
+    min_retention: float | None = None
+    minimums: tuple[tuple[str, float], ...] = ()
+    judge: Any = None
+    compare: tuple[Any, ...] = field(default=())
+
+
+def prompt_sizes(
+    originals: Sequence[Message], view: View, counter: TokenCounter
+) -> tuple[int, int]:
+    """``(tokens before, tokens after)``: the prompt estimates, in tokens, of the original
+    messages and of the effective context (:func:`compactctl.app.inspector.prompt_tokens`'s
+    scheme: payload tokens plus a per-message overhead plus the reply priming).
+
+    Each original message is counted once; a message of ``view`` that is one of
+    ``originals`` (replay keeps unchanged messages as the same objects) reuses its count,
+    so only summaries and reduced messages are counted again.
+    """
+    from compactctl.app.inspector import prompt_total
+
+    counts = counter.count_many([message_payload(m.data) for m in originals])
+    known = {id(m): n for m, n in zip(originals, counts, strict=True)}
+    fresh = [m for m in view if id(m) not in known]
+    fresh_counts = counter.count_many([message_payload(m.data) for m in fresh])
+    known.update((id(m), n) for m, n in zip(fresh, fresh_counts, strict=True))
+    after = sum(known[id(m)] for m in view)
+    return prompt_total(sum(counts), len(counts)), prompt_total(after, len(view))
+
+
+def evaluate_session(
+    session: Session, options: EvalOptions, original: Session | None = None
+) -> FileEval:
+    """Evaluate one session: what its effective context keeps of the original messages.
+
+    Args:
+        session: the transcript evaluated (its effective context is what is checked).
+        options: the run's options (judge, compare, gates).
+        original: where the original messages are (``--against``); ``None``: the
+            session's own log, whose message events stay in place after any compaction.
+
+    Raises:
+        UsageError, SummarizerError: from ``--judge`` (a missing key, a failed model call)
+            or ``--compare`` (a bad configuration).
+        ValueError: the tiktoken encoding is unavailable offline.
+    """
+    source = original or session
+    probes = extract_probes(source.events)
+    view = session.effective()
+    matches = Context(view).check(probes)
+    counter = source.counter
+    originals = [e for e in source.events if isinstance(e, Message)]
+    before, after = prompt_sizes(originals, view, counter)
+    result = FileEval(
+        path=session.path,
+        format=session.format,
+        tokenizer=counter.encoding_name,
+        tokens_before=before,
+        tokens_after=after,
+        probes=probes,
+        matches=matches,
+        against=original.path if original is not None else None,
+    )
+    if options.judge is not None:
+        from compactctl.evaluate.judge import judge_session
+
+        result.judge = judge_session(view, probes, options.judge).to_json()
+    if options.compare:
+        from compactctl.evaluate.compare import compare_session
+
+        result.compare = [r.to_json() for r in compare_session(session, probes, options)]
+    result.below = gate_failures(result.counts, options.min_retention, dict(options.minimums))
+    return result
+
+
+def original_for(path: str, against: str) -> str:
+    """The original of ``path`` under ``--against``: ``against`` itself when it is a file;
+    in a folder, the transcript whose ``-o DIR/`` output name
+    (:func:`compactctl.app.jobs.output_name`) is ``path``'s file name.
+
+    Raises:
+        InputError: no transcript in the folder has that name.
+    """
+    if not os.path.isdir(against):
+        return against
+    from compactctl.app.jobs import output_name
+    from compactctl.io.files import discover
+
+    name = os.path.basename(path) if path != STDIN else output_name(path)
+    files, _ = discover([against])
+    for candidate in files:
+        if output_name(candidate) == name:
+            return candidate
+    raise InputError(f"--against {against}: no original named like {name} there", path=path)
+
+
+def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
+    """``eval`` on one transcript (or ``-``): ``{"path", "result": FileEval}``.
+
+    Raises:
+        InputError: the file (or its original) cannot be read, or its format is unknown.
+        UsageError, SummarizerError: as :func:`evaluate_session`.
+    """
+    session = Session.open(
+        path, options.fmt, encoding=options.encoding, context_window=options.context_window
+    )
+    original = None
+    if options.against is not None:
+        original = Session.open(
+            original_for(path, options.against),
+            None,
+            encoding=options.encoding,
+            context_window=options.context_window,
+        )
+    try:
+        return {"path": path, "result": evaluate_session(session, options, original)}
+    except ValueError as exc:  # an encoding unavailable offline: this file, not the run
+        raise InputError(str(exc), path=path) from None
+
+
+def run_eval(
+    paths: list[str],
+    worker: Callable[[str], dict[str, Any]],
+    *,
+    settings: Any,
+    jobs: int | None,
+    json_out: bool,
+    quiet: bool,
+    verbose: bool,
+) -> Any:
+    """Run ``eval`` over PATHS: each file's table on stdout as it finishes, or the
+    ``--json`` document (``{"files": [...], "totals": {...}}``) written as results arrive.
+
+    A file below a gate counts as changed on the report (whose ``check`` mode makes that
+    exit code 1) and is named on stderr unless ``quiet``.
+
+    Returns:
+        The run's :class:`~compactctl.app.report.Report`.
+
+    Raises:
+        UsageError: as :func:`compactctl.app.runner.run_files`.
+    """
+    from compactctl.app.report import Report
+    from compactctl.app.runner import run_files
+
+    report = Report(check=True)
+    printer = _Printer(json_out, verbose)
+    outcomes = run_files(paths, worker, jobs=jobs, settings=settings, report=report,
+                         quiet=quiet, desc="eval")  # fmt: skip
+    for result in (outcome["result"] for outcome in outcomes):
+        report.done({"path": result.path}, changed=bool(result.below))
+        if result.below and not quiet:
+            gates = "; ".join(result.below)
+            sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
+        printer.add(result)
+    printer.close(report.failures)
+    return report
+
+
+class _Printer:
+    """Where each result goes: its table on stdout, or its entry of the ``--json`` document
+    (with the totals at the end)."""
+
+    def __init__(self, json_out: bool, verbose: bool) -> None:
+        from compactctl.app.report import JsonReport
+
+        self.doc = JsonReport() if json_out else None
+        self.totals = EvalTotals()
+        self.verbose = verbose
+
+    def add(self, result: FileEval) -> None:
+        if self.doc is None:
+            sys.stdout.write(eval_table(result, verbose=self.verbose))
+            sys.stdout.flush()
+            return
+        self.doc.add(result.to_json())
+        self.totals.add(result)
+
+    def close(self, failures: Sequence[tuple[str, Any]]) -> None:
+        if self.doc is not None:
+            self.doc.close(self.totals.to_json(failures))
+
+
+def check_gates(min_retention: float | None, minimums: Sequence[str]) -> tuple[Any, ...]:
+    """``--min-retention`` and ``--min KIND=X`` checked before any file is read:
+    ``((kind, X), ...)``.
+
+    Raises:
+        UsageError: a bad ``--min`` or a minimum outside 0..1.
+    """
+    from compactctl.evaluate.report import ProbeCounts, parse_minimum
+
+    parsed = tuple(parse_minimum(spec) for spec in minimums)
+    gate_failures(ProbeCounts(), min_retention, {})
+    return parsed

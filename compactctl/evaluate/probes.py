@@ -1,0 +1,480 @@
+"""Probes: the facts of a session that a compaction should keep, read from its original messages.
+
+:func:`extract_probes` reads every ``message`` event of a log in file order (messages a
+summary replaced included: the originals stay in the log; a summary message inserted by a
+materialized file, ``summaryOf``, is never read as conversation) and returns one
+:class:`Probe` per distinct fact, where it first appears (source line and turn):
+
+========================  =================================================================
+kind                      from
+========================  =================================================================
+``first_request``         the first real user message (its opening, up to
+                          :data:`REQUEST_CHARS` chars)
+``latest_request``        the last real user message, when it is not the first
+``file_path``             path arguments of tool calls, files named by shell commands and
+                          ``apply_patch`` headers
+``command``               shell commands run (their first line)
+``error``                 error lines of failed tool results (tracebacks, assertion,
+                          compiler and test failures) and ``ERROR``/``FATAL`` log lines in
+                          other outputs
+``identifier``            ticket ids (``ABC-123``), failing test names, and the function,
+                          class and variable names a user message spells (``snake_case``,
+                          ``CamelCase``, backticked names)
+``user_constraint``       sentences of user messages that state a constraint ("do not ...",
+                          "must ...", "keep ...", 不要, 必须, 保留 ...), split at ``, and``
+                          and ``;`` and without their label
+``decision``              the assistant's explicit decisions ("Decision: ...", "decided",
+                          决定), without the label and the reason clause
+``pending_task``          open plan items, unchecked ``- [ ]`` items, sentences that put
+                          something off ("not now", "before the release", 不是现在) or
+                          leave it open; an item later done is not pending
+========================  =================================================================
+
+The parsing is the extractive summarizer's (:mod:`compactctl.summarize.extractive`): its
+tool classification, shell-command and path parsing, failure detection, error lines,
+constraint and decision rules and sentence splitting are imported, so a probe is what the
+built-in summarizer looks for. Three rules are this module's own: a tool result that runs
+something and ends with failure counts (``1 failed``, ``2 errors``) is a failure even
+without ``isError`` (the OpenAI chat format has no such flag); exit codes and counts are
+looked for near the ends of an output only (:data:`EXIT_CODE_SPAN`), and file reads, edits
+and plans are never failures by their text; failing test names are also read from pytest's
+``____ name ____`` headers.
+
+Every probe text is a substring of its source message's text or tool-call arguments
+(labels and clauses are cut, never rewritten), so an uncompacted log keeps every probe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compactctl.model import Event, Message, is_real_user
+from compactctl.summarize.extractive.failures import (
+    error_lines,
+    found_errors,
+    reported_exit_code,
+)
+from compactctl.summarize.extractive.intent import (
+    CHECKBOX_RE,
+    DEFER_RE,
+    PENDING_RE,
+    constraint_text,
+    decision_rank,
+    long_enough,
+    states_constraint,
+)
+from compactctl.summarize.extractive.prose import norm, split_sentences
+from compactctl.summarize.extractive.tools import (
+    PATH_KEYS,
+    PATH_LIST_KEYS,
+    call_arguments,
+    command_files,
+    patch_files,
+    pathlike,
+    plan_items,
+    shell_command,
+    tool_kind,
+)
+
+__all__ = [
+    "KINDS",
+    "PROBE_CHARS",
+    "REQUEST_CHARS",
+    "Probe",
+    "extract_probes",
+    "normalise",
+]
+
+KINDS = (
+    "first_request",
+    "latest_request",
+    "file_path",
+    "command",
+    "error",
+    "identifier",
+    "user_constraint",
+    "decision",
+    "pending_task",
+)
+"""Every probe kind, in report order. The kinds of the planted probes of
+``fixtures/samples/*.probes.json`` are all here."""
+
+REQUEST_CHARS = 200
+"""A request probe is the opening of the user message, cut at a word boundary at or before
+this many characters (the whole message when shorter)."""
+
+PROBE_CHARS = 300
+"""Any other probe text longer than this many characters is cut to its opening, at a word
+boundary (a pathological line must not make a probe that only a verbatim copy keeps)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One fact a compaction should keep.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        text: the fact as it appears in the original (a substring of its source message).
+        line: the 1-based line of its first source message in the file (``None`` for events
+            built in memory).
+        turn: that message's turn (``None`` when the log has no turns).
+        source: that message's uuid, where the check looks first
+            (:meth:`compactctl.evaluate.check.Context.match`); not compared.
+    """
+
+    kind: str
+    text: str
+    line: int | None
+    turn: int | None
+    source: str | None = field(default=None, compare=False, repr=False)
+
+
+def normalise(text: str) -> str:
+    """The comparison form of a text: case folded, every whitespace run one space.
+
+    >>> normalise("  Do NOT\\n\\tadd  deps ")
+    'do not add deps'
+    """
+    return " ".join(text.casefold().split())
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` stripped, and cut to at most ``limit`` chars at the last whitespace (or at
+    ``limit`` when there is none in the second half); never adds an ellipsis, so the result
+    stays a substring of ``text``.
+
+    >>> _cut("fix the pager please", 12)
+    'fix the'
+    """
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return (head[:space] if space > limit // 2 else head).rstrip()
+
+
+_TICKET_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,6}(?![\w-])")
+_NOT_TICKETS = frozenset({"UTF", "ISO", "SHA", "MD", "RFC", "GPT", "TLS", "SSL", "HTTP"})
+_CODE_NAME_RE = re.compile(
+    r"(?<![\w./-])(?:[A-Za-z_]\w*_\w*[A-Za-z0-9]|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"
+    r"|[a-z]+[A-Z]\w*)(?![\w/-]|\.\w)"
+)
+_BACKTICKED_NAME_RE = re.compile(r"`([A-Za-z_][\w.]{2,60})(?:\(\))?`")
+_PYTEST_HEADER_RE = re.compile(r"^_{3,} ([\w.\[\]-]+) _{3,}$", re.MULTILINE)
+_DECISION_LABEL_RE = re.compile(
+    r"^(?:(?:the |our |my )?decision|decided|we decided|决定|决策)\s*[:：]\s*", re.IGNORECASE
+)
+_REASON_RE = re.compile(r",\s+(?:so|because|since|which|as)\b.*$", re.DOTALL)
+_CLAUSE_SPLIT_RE = re.compile(r",\s+and\s+|;\s*|；")
+_TRAILING_RE = re.compile(r"[\s.。!！]+$")
+_DECISION_WORDS = ("decision", "decide", "agreed", "决定", "决策")
+"""Literals one of which a sentence of decision rank 3 holds (lower-cased): a cheap test
+that skips the per-sentence rules for most assistant messages."""
+_QUIET_KINDS = frozenset({"read", "edit", "write", "patch", "plan"})
+"""Tool kinds whose output is file content or a confirmation: an ``ERROR`` in it is text,
+not a failure (the extractive summarizer skips them the same way)."""
+
+
+def _trimmed(text: str) -> str:
+    """Trailing sentence punctuation and spaces removed."""
+    return _TRAILING_RE.sub("", text)
+
+
+EXIT_CODE_SPAN = 400
+"""An exit code, or failure counts, are looked for in the first and the last this many
+characters of a tool result (where runners print them: ``Exit code: N`` first, ``exit
+status N`` and pytest's ``1 failed, 7 passed`` last), not in the middle of a large output."""
+
+
+def _failed(message: Message, text: str, kind: str) -> bool:
+    """Whether a tool result reports a failure: ``isError``; or, for a tool that runs
+    something (not a file read, edit or plan: their output is content), a non-zero exit
+    code or failure counts such as ``1 failed`` or ``2 errors`` near either end."""
+    if message.is_error:
+        return True
+    if kind in _QUIET_KINDS:
+        return False
+    span = EXIT_CODE_SPAN
+    ends = text if len(text) <= 2 * span else text[:span] + "\n" + text[-span:]
+    return reported_exit_code(ends) not in (None, 0) or _counts_failures(ends[-span:])
+
+
+def _counts_failures(tail: str) -> bool:
+    """Whether ``tail`` says ``N failed``, ``N error`` or ``N errors`` (a test or lint run
+    with failures), found with ``str.find``: a regex tried at every position of every
+    tool output costs more than the rest of the extraction.
+
+    >>> _counts_failures("== 1 failed, 7 passed in 1.4s =="), _counts_failures("no errors")
+    (True, False)
+    """
+    for word in (" failed", " error"):
+        at = tail.find(word)
+        while at > 0:
+            if tail[at - 1].isdigit():
+                return True
+            at = tail.find(word, at + 1)
+    return False
+
+
+Where = tuple[int | None, int | None, str | None]
+"""A probe's line, turn and source uuid."""
+
+
+class _Tasks:
+    """Pending-task candidates, decided at the end of the log: the open items of the newest
+    plan and of the newest checkbox list (each at the line it first appeared), then the
+    sentences that put something off or leave it open; an item done anywhere (a completed
+    plan step, a ``- [x]`` item) is not pending (the extractive summarizer's rules)."""
+
+    def __init__(self) -> None:
+        self.plan: list[str] = []
+        self.boxes: list[str] = []
+        self.sentences: list[Probe] = []
+        self.done: list[str] = []
+        self.seen: dict[str, Where] = {}
+
+    def items(self, items: list[tuple[str, bool]], where: Where, *, plan: bool) -> None:
+        """A plan or a checkbox list: it replaces the previous one of its sort."""
+        open_items = []
+        for text, finished in items:
+            if finished:
+                self.done.append(text)
+            else:
+                open_items.append(text)
+                self.seen.setdefault(norm(text), where)
+        if plan:
+            self.plan = open_items
+        else:
+            self.boxes = open_items
+
+    def pending(self) -> list[Probe]:
+        """The pending tasks, each once (two that name the same task: the shorter words, at
+        the earlier line)."""
+        candidates = [Probe("pending_task", t, *self.seen[norm(t)]) for t in self.plan + self.boxes]
+        candidates += self.sentences
+        done = [k for k in (norm(d) for d in self.done) if k]
+        out: list[tuple[str, Probe]] = []
+        for task in candidates:
+            key = norm(task.text)
+            if not key or any(_same(key, d) for d in done):
+                continue
+            twin = next((i for i, (k, _) in enumerate(out) if _same(k, key)), None)
+            if twin is None:
+                out.append((key, task))
+                continue
+            kept = out[twin][1]
+            first = min((kept, task), key=lambda p: p.line or 0)
+            text = min(kept.text, task.text, key=len)
+            out[twin] = (norm(text), Probe("pending_task", text, first.line, first.turn,
+                                           first.source))  # fmt: skip
+        return [p for _, p in out]
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two :func:`~compactctl.summarize.extractive.prose.norm` keys name the same
+    task: equal, or the shorter (of 10 characters or more) inside the longer (the rule of
+    the extractive summarizer's ``same_task``, on keys computed once)."""
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= 10 and short in long_
+
+
+class _Collector:
+    """The one pass of :func:`extract_probes`: probes by ``(kind, normalised text)``, the
+    first occurrence kept, and the pending tasks decided at the end (:class:`_Tasks`)."""
+
+    def __init__(self) -> None:
+        self.probes: dict[tuple[str, str], Probe] = {}
+        self.seen: set[tuple[str, str]] = set()
+        self.call_kinds: dict[str, str] = {}
+        self.tasks = _Tasks()
+        self.first: Message | None = None
+        self.latest: Message | None = None
+        self.where: Where = (None, None, None)
+
+    def add(self, kind: str, text: str, limit: int = PROBE_CHARS) -> None:
+        if (kind, text) in self.seen:  # agents repeat themselves: most texts come again
+            return
+        self.seen.add((kind, text))
+        cut = _cut(text, limit)
+        key = normalise(cut)
+        if len(key) >= 2 and (kind, key) not in self.probes:
+            self.probes[(kind, key)] = Probe(kind, cut, *self.where)
+
+    def message(self, m: Message) -> None:
+        self.where = (m.line, m.turn, m.uuid)
+        role = m.role
+        if role == "user" and is_real_user(m.data):
+            self.user(m)
+        elif role == "assistant":
+            self.assistant(m)
+        elif role == "tool":
+            self.tool(m)
+
+    # -- user messages
+
+    def user(self, m: Message) -> None:
+        text = m.text
+        if not text.strip():
+            return
+        if self.first is None:
+            self.first = m
+        self.latest = m
+        self.names(text, user=True)
+        for sentence in split_sentences(text):
+            if sentence.endswith(("?", "？")):
+                continue
+            if DEFER_RE.search(sentence) and long_enough(sentence):
+                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
+            elif states_constraint(sentence):
+                self.constraint(constraint_text(sentence))
+
+    def constraint(self, sentence: str) -> None:
+        """One probe per clause that states a constraint (the sentence when none does)."""
+        clauses = [c for c in _CLAUSE_SPLIT_RE.split(sentence) if states_constraint(c)]
+        for clause in clauses or [sentence]:
+            self.add("user_constraint", _trimmed(clause.strip()))
+
+    def names(self, text: str, *, user: bool) -> None:
+        """Ticket ids in any prose; code names only in what the user wrote."""
+        for ticket in _TICKET_RE.findall(text):
+            if ticket.split("-", 1)[0] not in _NOT_TICKETS:
+                self.add("identifier", ticket)
+        if user:
+            for name in _BACKTICKED_NAME_RE.findall(text):
+                if not pathlike(name):
+                    self.add("identifier", name)
+            for name in _CODE_NAME_RE.findall(text):
+                self.add("identifier", name)
+
+    # -- assistant messages
+
+    def assistant(self, m: Message) -> None:
+        for call in m.tool_calls:
+            self.call(call)
+        text = m.text
+        if not text.strip():
+            return
+        self.names(text, user=False)
+        if "[" in text:
+            boxes = [b for b in map(CHECKBOX_RE.match, text.split("\n")) if b]
+            if boxes:
+                marks = [(b.group("text"), b.group("mark") != " ") for b in boxes]
+                self.tasks.items(marks, self.where, plan=False)
+        lowered = text.lower()
+        if not any(w in lowered for w in _DECISION_WORDS) and not PENDING_RE.search(text):
+            return
+        for sentence in split_sentences(text):
+            if decision_rank(sentence) == 3:
+                decision = _REASON_RE.sub("", _DECISION_LABEL_RE.sub("", sentence))
+                self.add("decision", _trimmed(decision))
+            elif (
+                PENDING_RE.search(sentence)
+                and long_enough(sentence)
+                and not CHECKBOX_RE.match(sentence)
+            ):
+                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
+
+    def call(self, call: Mapping[str, Any]) -> None:
+        name = str(call.get("name") or "")
+        args = call_arguments(call)
+        kind = tool_kind(name)
+        command = shell_command(args) if kind in ("shell", "other") else ""
+        if command:
+            kind = "shell"
+            self.add("command", command.strip().split("\n", 1)[0])
+            for path, _ in command_files(command):
+                self.add("file_path", path)
+        elif kind == "plan":
+            items = plan_items(args)
+            if items is not None:
+                self.tasks.items(items, self.where, plan=True)
+        else:
+            self.paths(kind, args)
+        if isinstance(call.get("id"), str):
+            self.call_kinds[call["id"]] = kind
+
+    def paths(self, kind: str, args: Mapping[str, Any]) -> None:
+        """File paths in a (non-shell) tool call's arguments and ``apply_patch`` bodies."""
+        found = [args[k] for k in PATH_KEYS if isinstance(args.get(k), str)]
+        for key in PATH_LIST_KEYS:
+            value = args.get(key)
+            if isinstance(value, list):
+                found += [v for v in value if isinstance(v, str)]
+        for value in args.values():
+            if isinstance(value, str) and "*** Begin Patch" in value:
+                found += [path for path, _ in patch_files(value)]
+        for path in found:
+            path = path.strip()
+            if path not in ("", ".", "./") and (kind != "search" or pathlike(path)):
+                self.add("file_path", path)
+
+    # -- tool results
+
+    def tool(self, m: Message) -> None:
+        text = m.text
+        kind = self.call_kinds.get(m.tool_call_id or "") or tool_kind(m.tool_name or "")
+        if _failed(m, text, kind):
+            lines, tests = error_lines(text)
+            for line in lines:
+                self.add("error", line)
+            for test in tests:
+                self.add("identifier", test.split("::")[-1].split("[")[0])
+            for header in _PYTEST_HEADER_RE.findall(text):
+                self.add("identifier", header.split("[")[0])
+        elif kind not in _QUIET_KINDS:
+            for line in found_errors(text):
+                self.add("error", line)
+
+    # -- the end of the log
+
+    def finish(self) -> list[Probe]:
+        """The probes in order of first appearance (requests first)."""
+        requests = [
+            Probe(kind, _cut(m.text, REQUEST_CHARS), m.line, m.turn, m.uuid)
+            for kind, m in (("first_request", self.first), ("latest_request", self.latest))
+            if m is not None and not (kind == "latest_request" and m is self.first)
+        ]
+        for task in self.tasks.pending():
+            self.where = (task.line, task.turn, task.source)
+            self.add("pending_task", task.text)
+        rest = sorted(self.probes.values(), key=lambda p: p.line or 0)  # stable: kind order kept
+        return requests + rest
+
+
+def extract_probes(events: Iterable[Event]) -> list[Probe]:
+    """The probes of a log, from its original messages (see the module docstring).
+
+    Args:
+        events: the log's events in file order (any iterable; read once). Only
+            :class:`~compactctl.model.Message` events are read; a message carrying
+            ``summaryOf`` (a summary a materialized file holds) is skipped.
+
+    Returns:
+        The probes, requests first, then by source line; each ``(kind, text)`` once (text
+        compared by :func:`normalise`), at its first appearance.
+
+    >>> from compactctl.model import event_from_dict
+    >>> log = [event_from_dict(d, line=i) for i, d in enumerate([
+    ...     {"type": "message", "role": "user", "turnId": 1,
+    ...      "content": "Fix QUI-12 in `page_of`. Do not add new dependencies."},
+    ...     {"type": "message", "role": "assistant", "turnId": 1, "content": "",
+    ...      "toolCalls": [{"id": "c1", "name": "bash",
+    ...                     "arguments": {"command": "pytest tests/test_a.py -q"}}]},
+    ... ], start=1)]
+    >>> [(p.kind, p.text, p.line) for p in extract_probes(log)][1:]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('identifier', 'QUI-12', 1), ('identifier', 'page_of', 1),
+     ('user_constraint', 'Do not add new dependencies', 1),
+     ('command', 'pytest tests/test_a.py -q', 2), ('file_path', 'tests/test_a.py', 2)]
+    """
+    collector = _Collector()
+    for event in events:
+        if isinstance(event, Message) and "summaryOf" not in event.data:
+            collector.message(event)
+    return collector.finish()

@@ -1,0 +1,261 @@
+"""Read any supported transcript as canonical events: sniff JSON lines vs one JSON document,
+detect the format from the first records, and run the importer of :mod:`compactctl.formats`.
+
+The one place a file's format is decided. :class:`compactctl.session.Session` calls
+:func:`read_transcript` on a stream it opened; :func:`load` opens a path itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, TypeVar
+
+import orjson
+
+from compactctl.errors import InputError, UsageError
+from compactctl.io.files import open_input
+from compactctl.io.jsonl import (
+    BLOCK,
+    BOM,
+    HARMLESS_PROBLEMS,
+    assign_turns,
+    read_blocks,
+    read_bytes,
+)
+from compactctl.model import BadLine, Event, event_from_dict
+
+__all__ = ["check_format", "first_line_block", "load", "read_transcript"]
+
+
+def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
+    """Read a whole session into memory as canonical events: ``(format name, events)``.
+
+    The format is detected from the first records (``fmt`` overrides): canonical JSONL is
+    read as is (raw bytes kept); a foreign line format (Claude Code, Codex, OpenAI chat, ...)
+    or whole JSON document (OpenHands, SWE-agent ``.traj``) goes through its importer in
+    :mod:`compactctl.formats`. Lines that are not JSON objects are kept as ``BadLine``
+    events (for a foreign file, after the imported events).
+
+    Memory: the session's events, one session at a time (docs/design.md section 7). JSON lines
+    are read in blocks of :data:`~compactctl.io.jsonl.BLOCK` bytes, so the file is never held
+    as one buffer beside its events; a whole-document format is read whole.
+
+    Raises:
+        InputError: the file cannot be read, or its format is unknown (the message lists the
+            known formats and says to pass ``--format``).
+        UsageError: ``fmt`` is not a known format.
+    """
+    check_format(fmt)
+    with open_input(path) as stream:
+        return read_transcript(stream, path, fmt)
+
+
+def read_transcript(
+    stream: BinaryIO,
+    path: str,
+    fmt: str | None = None,
+    on_first_block: Callable[[bytes], None] | None = None,
+) -> tuple[str, list[Event]]:
+    """:func:`load` on a stream already open: ``(format name, canonical events)``.
+
+    ``on_first_block`` is called with the first bytes read (through the end of the first
+    non-blank line) before the rest is read; :class:`~compactctl.session.Session` uses it to
+    load the session's tiktoken encoding before the events exist.
+
+    Raises:
+        InputError: the stream cannot be read, or its format is unknown.
+        UsageError: ``fmt`` is a whole-document format given for JSON lines.
+    """
+    try:
+        doc, events = _read_input(
+            stream, fmt, lambda blocks: list(read_blocks(blocks)), on_first_block
+        )
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    return _to_canonical(path, fmt, doc, events)
+
+
+_T = TypeVar("_T")
+
+
+def check_format(fmt: str | None) -> None:
+    """Raises: UsageError: ``fmt`` is not ``None`` nor a known format."""
+    from compactctl.formats import FORMATS, known_formats
+
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"unknown --format {fmt!r}; known: {', '.join(known_formats())}")
+
+
+def _read_input(
+    stream: BinaryIO,
+    fmt: str | None,
+    read_lines: Callable[[Iterator[bytes]], _T],
+    on_first_block: Callable[[bytes], None] | None = None,
+) -> tuple[Any, _T | list[Event] | None]:
+    """The content of a transcript stream: ``(document, None)`` for a whole JSON document,
+    ``(None, events)`` for one that looks like a document but does not parse, else
+    ``(None, read_lines(blocks))`` over the stream's blocks (JSON lines, streamed).
+
+    Raises:
+        OSError, EOFError: from the stream.
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    first = first_line_block(read)
+    if on_first_block is not None:
+        on_first_block(first)
+    if _may_be_document(first, fmt):  # a whole JSON document: read it all
+        data = first + stream.read()
+        del first
+        try:
+            return orjson.loads(data[3:] if data.startswith(BOM) else data), None
+        except orjson.JSONDecodeError:
+            return None, read_bytes(data)
+    rest = iter(lambda: read(BLOCK), b"")
+    return None, read_lines(itertools.chain([first], rest))  # the file is never one buffer
+
+
+def _to_canonical(
+    path: str, fmt: str | None, doc: Any, events: list[Event] | None
+) -> tuple[str, list[Event]]:
+    """:func:`load` after reading: ``(format name, canonical events)`` of a JSON document
+    (``doc``) or of the events read from JSON lines (imported when the format is foreign).
+
+    Raises:
+        InputError: the format is unknown. UsageError: ``fmt`` is a whole-document format
+            given for JSON lines.
+    """
+    from compactctl.formats import FORMATS, detect, detect_document, known_formats
+
+    if events is None:
+        name = fmt or detect_document(doc)
+        importer = FORMATS[name].document_to_canonical if name else None
+        if name and importer is None and isinstance(doc, list):
+            line_importer = FORMATS[name].to_canonical
+            if line_importer is not None:
+                pairs = [(i, r) for i, r in enumerate(doc, 1) if isinstance(r, dict)]
+                return name, _imported(line_importer(pairs), [])
+        if name is None or importer is None:
+            raise InputError(_unknown_format_message(known_formats()), path=path)
+        return name, _imported(importer(doc), [])
+    if fmt == "canonical":
+        return fmt, events
+    head50 = [e.data for e in itertools.islice(_records(events), 50)]
+    if not head50 and fmt is None:
+        _refuse_if_not_json_lines(path, events)
+    name = fmt or (detect(head50) if head50 else "canonical")
+    if name is None and len(head50) == 1:
+        name = detect_document(head50[0])
+        if name is not None and FORMATS[name].document_to_canonical is not None:
+            importer = FORMATS[name].document_to_canonical
+            assert importer is not None
+            return name, _imported(importer(head50[0]), [])
+    if name is None:
+        raise InputError(_unknown_format_message(known_formats()), path=path)
+    if name == "canonical":
+        return name, events
+    line_importer = FORMATS[name].to_canonical
+    if line_importer is None:
+        raise UsageError(f"--format {name} is a whole-document format, not JSON lines")
+    bad = [e for e in events if isinstance(e, BadLine)]
+    return name, _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+
+
+def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
+    """Refuse a file none of whose lines is a JSON object, unless its only bad lines are
+    blank or a torn last one (a transcript whose first event is still being written).
+
+    Raises:
+        InputError: a complete line is malformed, not UTF-8 or not an object (a binary
+            file, text that is not JSON lines); names the first such line.
+    """
+    bad = next(
+        (e for e in events if isinstance(e, BadLine) and e.problem not in HARMLESS_PROBLEMS),
+        None,
+    )
+    if bad is not None:
+        raise InputError(
+            f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
+            f"{bad.problem}); compactctl reads canonical JSONL and the formats listed by "
+            "`compactctl convert --help`",
+            path=path,
+        )
+
+
+def _records(events: list[Event]) -> Iterator[Event]:
+    """The events that are JSON objects (not bad lines), lazily."""
+    return (e for e in events if not isinstance(e, BadLine))
+
+
+_NON_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+"""The first byte that ``bytes.lstrip()`` would keep."""
+
+
+def first_line_block(read: Callable[[int], bytes]) -> bytes:
+    """The first bytes of a stream, through the end of its first non-blank line (or EOF).
+
+    A UTF-8 BOM at the start is skipped when looking for that line. Reads whole blocks, so
+    the result usually holds more lines; ``bytearray`` appends keep a long first line
+    linear.
+    """
+    buf = bytearray()
+    start = -1  # where the first non-blank line starts, once known
+    scanned = 0  # bytes already searched (for that start, then for its newline)
+    while block := read(BLOCK):
+        buf += block
+        if start < 0:
+            if len(buf) < 3 and BOM.startswith(buf):
+                continue  # a BOM may still be arriving
+            found = _NON_SPACE.search(buf, max(scanned, 3 if buf.startswith(BOM) else 0))
+            scanned = len(buf)
+            if found is None:
+                continue
+            start = scanned = found.start()
+        if buf.find(b"\n", scanned) >= 0:
+            break
+        scanned = len(buf)
+    return bytes(buf)
+
+
+def _may_be_document(first: bytes, fmt: str | None) -> bool:
+    """Whether a file opening with ``first`` (see :func:`first_line_block`) may be one JSON
+    document (OpenHands, SWE-agent ``.traj``) rather than JSON lines: it opens with ``[``,
+    or with ``{`` on a first line that does not parse alone (pretty-printed JSON)."""
+    if fmt not in (None, "openhands", "swe-agent"):
+        return False
+    body = first[3:] if first.startswith(BOM) else first
+    found = _NON_SPACE.search(body)
+    if found is None:
+        return False
+    start = found.start()
+    head = body[start : start + 1]
+    if head != b"{":
+        return head == b"["
+    end = body.find(b"\n", start)
+    return not _parses(body[start : end if end >= 0 else len(body)])
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _imported(dicts: Iterable[dict[str, Any]], bad: list[BadLine]) -> list[Event]:
+    events: list[Event] = [
+        event_from_dict(
+            d, None, d.get("sourceLine") if isinstance(d.get("sourceLine"), int) else None
+        )
+        for d in dicts
+    ]
+    return list(assign_turns(events)) + list(bad)
+
+
+def _unknown_format_message(known: list[str]) -> str:
+    return (
+        "unknown transcript format (not canonical compactctl JSONL nor one the importers "
+        f"know); known formats: {', '.join(known)}. Pass --format NAME if detection failed"
+    )

@@ -1,0 +1,308 @@
+"""Session: one transcript, opened once.
+
+A :class:`Session` holds what every layer reads: the transcript's path, the identity of the
+bytes read (:class:`~compactctl.io.files.FileIdentity`), its format, its canonical events,
+and its metadata (:class:`SessionMeta`: model, session key, context window, encoding), with
+one token counter and the effective context cached. Appends go through
+:meth:`Session.append`, the one way a layer's events reach the file.
+
+This module is the one place where the session key, the context window and the token
+encoding of a transcript are decided (:func:`session_key`, :func:`context_window`,
+:func:`encoding_name`).
+
+Memory: the session's events (a layer that needs the whole session, such as dedup or the
+summarizer, needs them anyway; docs/design.md section 7). Opening reads the file once, in
+blocks, and loads a large session's tiktoken encoding before its events exist (see
+:data:`PRELOAD_MIN_BYTES`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import orjson
+
+from compactctl.errors import InputError
+from compactctl.io.files import (
+    STDIN,
+    AppendResult,
+    FileIdentity,
+    IdentityReader,
+    append_events,
+    open_input,
+)
+from compactctl.io.jsonl import BOM
+from compactctl.model import Event, Message, SessionEvent
+from compactctl.replay import View, replay
+from compactctl.tokens import TokenCounter, context_window_for, encoding_for_model
+
+__all__ = [
+    "PRELOAD_MIN_BYTES",
+    "Session",
+    "SessionMeta",
+    "context_window",
+    "encoding_name",
+    "session_key",
+]
+
+PRELOAD_MIN_BYTES = 2**20
+"""Files of at least this many bytes (1 MiB) load their tiktoken encoding as soon as the
+first line is read, before the events are built.
+
+Building an encoding briefly holds a Python copy of its ranks (about 13 MB for cl100k_base,
+26 MB for o200k_base) next to tiktoken's own tables; loaded before the session's events
+exist, that transient no longer adds to the session's peak RSS (measured on the 11 MB bench
+session, o200k_base: ``rules`` 130 -> 101 MB). Smaller files skip it, so a session that
+turns out to need no count never pays the load (0.1-0.2 s)."""
+
+
+def session_key(session: SessionEvent | None, path: str) -> str:
+    """The key a session is known by in reports and the store: the ``sessionId`` of its
+    ``session`` event, else its path (``-`` for stdin).
+
+    >>> session_key(None, "a.jsonl")
+    'a.jsonl'
+    """
+    if session is None:
+        return path
+    return str(session.data.get("sessionId") or path)
+
+
+def context_window(
+    override: int | None, session: SessionEvent | None, model: str | None
+) -> int | None:
+    """The context window of a session, in tokens: ``override`` (``--context-window`` or its
+    config key), else the ``contextWindow`` the session event records, else litellm's
+    model table for the session's model (:func:`compactctl.tokens.context_window_for`),
+    else ``None`` (unknown: the automatic triggers cannot fire).
+
+    >>> context_window(8000, None, None)
+    8000
+    """
+    return override or (session.context_window if session else None) or context_window_for(model)
+
+
+def encoding_name(override: str | None, model: str | None) -> str:
+    """The tiktoken encoding a session is counted with: ``override`` (``--encoding``, or
+    ``"estimate"`` for the chars-based estimate), else the encoding of the session's model
+    (:func:`compactctl.tokens.encoding_for_model`).
+
+    >>> encoding_name("estimate", "gpt-4o"), encoding_name(None, "gpt-4o")
+    ('estimate', 'o200k_base')
+    """
+    return override or encoding_for_model(model)
+
+
+@dataclass(frozen=True)
+class SessionMeta:
+    """What a transcript says about itself, decided once per session.
+
+    Attributes:
+        model: the model the session event records, or ``None``.
+        key: :func:`session_key`.
+        context_window: :func:`context_window`, in tokens (``None``: unknown).
+        encoding: :func:`encoding_name` (a tiktoken encoding name or ``"estimate"``).
+    """
+
+    model: str | None
+    key: str
+    context_window: int | None
+    encoding: str
+
+
+class Session:
+    """One transcript opened once: path, identity, format, events, metadata, sizes.
+
+    Build one with :meth:`open` (a path or ``-``) or :meth:`from_events` (events already in
+    memory, for the library and tests). Layers read :attr:`events`, :attr:`meta`,
+    :attr:`counter` and :meth:`effective`; nothing here changes the events.
+
+    Attributes:
+        path: the transcript path, ``-`` for stdin.
+        format: the format it was read as (``canonical``, ``claude-code``, ...).
+        events: its canonical events in file order (foreign formats: imported).
+        identity: the bytes read (device, inode, size, sha256), ``None`` for stdin and for
+            sessions built from events.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        fmt: str,
+        events: list[Event],
+        identity: FileIdentity | None = None,
+        *,
+        encoding: str | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        self.path = path
+        self.format = fmt
+        self.events = events
+        self.identity = identity
+        self._encoding = encoding
+        self._context_window = context_window
+        self._effective: View | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: str,
+        fmt: str | None = None,
+        *,
+        encoding: str | None = None,
+        context_window: int | None = None,
+        preload: bool = True,
+        refuse_compressed: bool = False,
+    ) -> Session:
+        """Read a transcript (``-``: stdin; gzip by magic bytes) in one pass over one open.
+
+        Args:
+            path: the file, or ``-``.
+            fmt: its format (``None``: detected from the first records).
+            encoding: the ``--encoding`` override (``"estimate"``: chars-based counts).
+            context_window: the ``--context-window`` override, in tokens.
+            preload: load the tiktoken encoding of a file of :data:`PRELOAD_MIN_BYTES` or
+                more as soon as its first line is read (when the override or the first
+                line's ``session`` event names it); never raises for it.
+            refuse_compressed: refuse a gzip-compressed file before reading it (a job that
+                would append to it in place: compactctl never appends to a compressed file).
+
+        Raises:
+            InputError: the file cannot be read, or its format is unknown, or it is
+                compressed and ``refuse_compressed`` is set.
+            UsageError: ``fmt`` is unknown, or a whole-document format given for JSON lines.
+        """
+        from compactctl.formats.reader import check_format, read_transcript
+
+        check_format(fmt)
+        identity: list[IdentityReader] = []
+        with open_input(path, identity=identity) as stream:
+            if refuse_compressed and identity and identity[0].compressed:
+                raise InputError(
+                    "is gzip-compressed; compactctl does not append to a compressed transcript "
+                    "(nothing was written). Pass -o FILE (or -o DIR/ for many files) to write "
+                    "the result",
+                    path=path,
+                )
+
+            def first_block(first: bytes) -> None:
+                if preload and path != STDIN and identity:
+                    _preload(first, encoding, identity[0].file_size)
+
+            name, events = read_transcript(stream, path, fmt, first_block)
+        done = identity[0].finished() if identity else None
+        return cls(path, name, events, done, encoding=encoding, context_window=context_window)
+
+    @classmethod
+    def from_events(
+        cls,
+        events: Iterable[Event],
+        path: str = STDIN,
+        *,
+        fmt: str = "canonical",
+        encoding: str | None = None,
+        context_window: int | None = None,
+        counter: TokenCounter | None = None,
+    ) -> Session:
+        """A session over events already in memory (no file identity).
+
+        ``counter``: a token counter to use (its encoding is the session's then).
+
+        >>> s = Session.from_events([], "a.jsonl", encoding="estimate")
+        >>> s.meta.key, s.meta.encoding, s.messages
+        ('a.jsonl', 'estimate', 0)
+        """
+        if counter is not None:
+            encoding = counter.encoding_name
+        session = cls(
+            path, fmt, list(events), None, encoding=encoding, context_window=context_window
+        )
+        if counter is not None:
+            session.__dict__["counter"] = counter
+        return session
+
+    def extended(self, events: Sequence[Event]) -> Session:
+        """This session with ``events`` planned after its log (not written): same path,
+        format, identity and overrides; the token counter is shared."""
+        nxt = Session(
+            self.path,
+            self.format,
+            [*self.events, *events],
+            self.identity,
+            encoding=self._encoding,
+            context_window=self._context_window,
+        )
+        nxt.__dict__["counter"] = self.counter
+        return nxt
+
+    @cached_property
+    def session_event(self) -> SessionEvent | None:
+        """The first ``session`` event, or ``None``."""
+        return next((e for e in self.events if isinstance(e, SessionEvent)), None)
+
+    @cached_property
+    def meta(self) -> SessionMeta:
+        """The session's :class:`SessionMeta`, decided on first use."""
+        event = self.session_event
+        model = event.model if event else None
+        return SessionMeta(
+            model=model,
+            key=session_key(event, self.path),
+            context_window=context_window(self._context_window, event, model),
+            encoding=encoding_name(self._encoding, model),
+        )
+
+    @cached_property
+    def counter(self) -> TokenCounter:
+        """The session's one token counter (its cache is shared by every layer)."""
+        return TokenCounter(self.meta.encoding)
+
+    @cached_property
+    def messages(self) -> int:
+        """The number of ``message`` events in the log (replaced ones included)."""
+        return sum(1 for e in self.events if isinstance(e, Message))
+
+    def effective(self) -> View:
+        """The effective context of the log as it is (replay of :attr:`events`), cached.
+
+        Returns a new list each time (the messages are shared and never mutated), so a
+        caller may reorder or extend it.
+        """
+        if self._effective is None:
+            self._effective = replay(self.events)
+        return list(self._effective)
+
+    def append(
+        self, events: Sequence[Event], *, lock_timeout: float, torn_wait: float
+    ) -> AppendResult:
+        """Append new events to the transcript (:func:`compactctl.io.files.append_events`:
+        under the lock, skipping events already there, one write, fsync).
+
+        Raises:
+            LockTimeout, WriteError, UsageError: as ``append_events``.
+        """
+        return append_events(self.path, events, lock_timeout=lock_timeout, torn_wait=torn_wait)
+
+
+def _preload(first: bytes, encoding: str | None, size: int) -> None:
+    """Load the encoding a large transcript will be counted with (:data:`PRELOAD_MIN_BYTES`).
+
+    ``encoding`` is the override (``"estimate"`` loads nothing) or ``None``: the encoding
+    of the model named by a ``session`` event on the first line; a first line that is no
+    session event, or a foreign format's first record, loads nothing here (the encoding
+    then loads on the first count). Never raises: an unavailable encoding is reported by
+    the first count, with the command's usual message.
+    """
+    if encoding == "estimate" or size < PRELOAD_MIN_BYTES:
+        return
+    with contextlib.suppress(ValueError):  # orjson.JSONDecodeError is a ValueError
+        if encoding is None:
+            data = orjson.loads(first.removeprefix(BOM).lstrip().split(b"\n", 1)[0])
+            if not isinstance(data, dict) or data.get("type") != "session":
+                return
+            model = data.get("model")
+            encoding = encoding_for_model(model if isinstance(model, str) else None)
+        TokenCounter(encoding).load()

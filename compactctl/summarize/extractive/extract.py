@@ -1,0 +1,463 @@
+"""One pass over a span of messages: the user, the assistant, tool calls and results.
+
+:class:`Extractor` reads canonical messages in order and fills the
+:class:`~compactctl.summarize.extractive.ledger.Facts` of the span: user messages and
+their constraints, the ledger (from tool calls, shell commands and tool results), errors
+with what the assistant said next, decisions, done and pending tasks, key identifiers, and
+the current work.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from compactctl.summarize.extractive.failures import (
+    error_lines,
+    found_errors,
+    pytest_counts,
+    reported_exit_code,
+)
+from compactctl.summarize.extractive.intent import (
+    CHECKBOX_RE,
+    DEFER_RE,
+    NEXT_LABEL_RE,
+    NEXT_RE,
+    PENDING_RE,
+    constraint_text,
+    decision_rank,
+    long_enough,
+    states_constraint,
+)
+from compactctl.summarize.extractive.ledger import (
+    CommandEntry,
+    Decision,
+    ErrorEntry,
+    Facts,
+    dedupe_decisions,
+)
+from compactctl.summarize.extractive.prose import (
+    backticked,
+    dedupe,
+    dedupe_exact,
+    distinct_tasks,
+    inline,
+    join_sentences,
+    ledger_line,
+    same_task,
+    split_sentences,
+    text_of,
+)
+from compactctl.summarize.extractive.tools import (
+    EDITOR_COMMANDS,
+    KIND_ACTION,
+    PATH_KEYS,
+    PATH_LIST_KEYS,
+    call_arguments,
+    command_files,
+    command_text,
+    patch_files,
+    pathlike,
+    plan_items,
+    resolves,
+    shell_command,
+    tool_calls,
+    tool_kind,
+)
+from compactctl.text import clip
+
+__all__ = ["Extractor"]
+
+_TEST_ID_RE = re.compile(r"(?P<file>[\w./-]+\.py)::(?P<name>[\w\[\]./-]+(?:::[\w\[\]-]+)*)")
+_TICKET_RE = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
+_IDENT_RE = re.compile(
+    r"(?<![\w-])(?:[A-Za-z_][A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"
+    r"|[a-z]+[A-Z][A-Za-z0-9]*)(?![\w-])"
+)
+_BACKTICK_RE = re.compile(r"`([^`\n]{2,40})`")
+_PATH_IN_TEXT_RE = re.compile(
+    r"\S*/\S*|\b[\w-]+\.(?:py|md|toml|json|yaml|yml|txt|cfg|ini|js|ts|"
+    r"rs|go|java|c|h|cpp|log|sh|lock|csv|html|css)\b"
+)
+
+
+def _is_builtin_exception(name: str) -> bool:
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+class _Concepts:
+    """Identifier candidates and their counts; ranked tickets > failing tests > frequency."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.priority: dict[str, int] = {}
+        self.order: dict[str, int] = {}
+
+    def add(self, name: str, priority: int = 1) -> None:
+        if _is_builtin_exception(name) or len(name) < 3:
+            return
+        self.order.setdefault(name, len(self.order))
+        self.priority[name] = max(self.priority.get(name, 0), priority)
+        self.counts[name] += 1
+
+    def scan(self, text: str, introduce: bool = True) -> None:
+        for test in _TEST_ID_RE.finditer(text):
+            self.add(test.group("name").split("[")[0], 2) if introduce else None
+        for ticket in _TICKET_RE.findall(text):
+            if introduce or ticket in self.order:
+                self.add(ticket, 3)
+        if introduce:
+            for span in _BACKTICK_RE.findall(text):
+                if not pathlike(span.strip()):
+                    self.add(span.strip())
+        plain = _PATH_IN_TEXT_RE.sub(" ", _TICKET_RE.sub(" ", text))
+        for ident in _IDENT_RE.findall(plain):
+            if introduce or ident in self.order:
+                self.add(ident)
+
+    def ranked(self) -> list[str]:
+        return sorted(self.order, key=lambda n: (-self.priority[n], -self.counts[n], self.order[n]))
+
+
+def _failure(
+    source: str, text: str, *, exit_code: int | None = None, command: str = "", tool_key: str = ""
+) -> ErrorEntry:
+    """The error of a failed tool result ``text`` (its error lines, failing tests, counts)."""
+    lines, tests = error_lines(text)
+    return ErrorEntry(
+        source=source,
+        lines=[ledger_line(line) for line in lines],
+        tests=tests,
+        counts=pytest_counts(text),
+        exit_code=exit_code,
+        command=command,
+        tool_key=tool_key,
+    )
+
+
+class Extractor:
+    """One pass over a span of canonical messages, filling a
+    :class:`~compactctl.summarize.extractive.ledger.Facts`.
+
+    ``messages`` are canonical message dicts (docs/design.md section 3); anything else is
+    skipped. :meth:`run` reads them once, in order.
+    """
+
+    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        self.messages = [
+            m for m in messages if isinstance(m, Mapping) and m.get("type", "message") == "message"
+        ]
+        self.facts = Facts()
+        self.concepts = _Concepts()
+        self.results: dict[str, Mapping[str, Any]] = {}
+        for message in self.messages:
+            if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):
+                self.results.setdefault(message["toolCallId"], message)
+        self.awaiting_followup: list[ErrorEntry] = []
+        self.seen_error_lines: dict[str, ErrorEntry] = {}
+        self.newest_plan: list[tuple[str, bool]] | None = None
+        self.newest_checkboxes: list[tuple[str, bool]] = []
+        self.sentence_pending: list[str] = []
+        self.decision_order = 0
+        self.last_user: tuple[int, str, str] | None = None
+        self.last_assistant_text_index = -1
+        self.last_turn_calls: list[str] = []
+
+    # -- driver
+
+    def run(self) -> Facts:
+        """Read every message and return the facts (call once)."""
+        called: set[str] = set()
+        for index, message in enumerate(self.messages):
+            role = message.get("role")
+            turn = message.get("turnId")
+            if isinstance(turn, int) and not isinstance(turn, bool) and turn > 0:
+                self.facts.stats.turns.append(turn)
+            if role in ("user", "assistant", "tool", "system"):
+                self.facts.stats.roles[str(role)] += 1
+            if role == "user":
+                self._user(index, message)
+            elif role == "assistant":
+                for call in tool_calls(message):
+                    if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                        called.add(call["id"])
+                self._assistant(index, message)
+            elif role == "tool":
+                if message.get("isError"):
+                    self.facts.stats.failed_results += 1
+                call_id = message.get("toolCallId")
+                if not isinstance(call_id, str) or call_id not in called:
+                    self._orphan_result(message)
+        self._finish()
+        return self.facts
+
+    # -- user
+
+    def _user(self, index: int, message: Mapping[str, Any]) -> None:
+        if message.get("summaryOf"):
+            self.facts.stats.skipped_summaries += 1
+            return
+        text = text_of(message.get("content")).strip()
+        if not text:
+            return
+        turn = message.get("turnId")
+        label = f"T{turn}" if isinstance(turn, int) else ""
+        self.facts.user_messages.append((label, text))
+        if not self.facts.primary:
+            self.facts.primary.append(text)
+        self.last_user = (index, label, text)
+        self.last_turn_calls = []
+        self.concepts.scan(text)
+        for sentence in split_sentences(text):
+            if sentence.endswith(("?", "？")):
+                continue
+            if DEFER_RE.search(sentence) and long_enough(sentence):
+                self.sentence_pending.append(sentence)
+            elif states_constraint(sentence):
+                self.facts.constraints.append(constraint_text(sentence))
+
+    # -- assistant
+
+    def _assistant(self, index: int, message: Mapping[str, Any]) -> None:
+        text = text_of(message.get("content")).strip()
+        if text:
+            for error in self.awaiting_followup:
+                error.followup = join_sentences(split_sentences(text)[:2])
+            self.awaiting_followup = []
+        calls = tool_calls(message)
+        edits: list[str] = []
+        for call in calls:
+            edits.extend(self._call(call))
+        if not text:
+            return
+        self.last_assistant_text_index = index
+        self.facts.last_message = text
+        self.concepts.scan(text, introduce=False)
+        self._checkboxes(text)
+        sentences = split_sentences(text)
+        for position, sentence in enumerate(sentences):
+            rank = decision_rank(sentence)
+            if rank:
+                decision = sentence
+                if (
+                    rank == 3
+                    and position + 1 < len(sentences)
+                    and not decision_rank(sentences[position + 1])
+                    and not NEXT_RE.search(sentences[position + 1])
+                ):
+                    decision = join_sentences([decision, sentences[position + 1]])
+                self.facts.decisions.append(Decision(decision, rank, self.decision_order))
+                self.decision_order += 1
+            if NEXT_RE.search(sentence):
+                self.facts.next_step = NEXT_LABEL_RE.sub("", sentence).strip() or sentence
+            elif (
+                PENDING_RE.search(sentence)
+                and long_enough(sentence)
+                and not CHECKBOX_RE.match(sentence)
+            ):
+                self.sentence_pending.append(sentence)
+        if edits:
+            self.facts.problem.append(
+                inline(text) + " (changed " + ", ".join(dedupe_exact(edits)) + ")"
+            )
+
+    def _checkboxes(self, text: str) -> None:
+        boxes = []
+        for line in text.split("\n"):
+            match = CHECKBOX_RE.match(line)
+            if match:
+                boxes.append((match.group("text").strip(), match.group("mark") != " "))
+        if boxes:
+            self.newest_checkboxes = boxes
+            self.facts.done.extend(t for t, done in boxes if done)
+
+    # -- tool calls
+
+    def _call(self, call: Mapping[str, Any]) -> list[str]:
+        """Record one tool call and its result; return the paths it changed."""
+        name = str(call.get("name") or "tool")
+        args = call_arguments(call)
+        result = self.results.get(str(call.get("id")))
+        result_text = text_of(result.get("content")) if result else ""
+        failed = bool(result and result.get("isError"))
+        code = reported_exit_code(result_text) if result else None
+        if code not in (None, 0):
+            failed = True
+        self.facts.stats.tools[name] += 1
+        kind = tool_kind(name)
+        command = shell_command(args) if kind in ("shell", "other") else ""
+        summary = name
+        changed: list[str] = []
+
+        if kind == "plan":
+            items = plan_items(args)
+            if items is not None:
+                self.newest_plan = items
+                self.facts.done.extend(t for t, done in items if done)
+        elif command:
+            kind = "shell"
+            text = command_text(command)
+            summary = f"{name} {backticked(text)}"
+            record = self.facts.commands.setdefault(text, CommandEntry(text))
+            record.failed_before = record.failed_before or (
+                record.runs > 0 and record.outcome.startswith(("failed", "exit"))
+            )
+            record.runs += 1
+            record.outcome = self._outcome(result, result_text, failed, code)
+            for path, action in command_files(command):
+                self.facts.file(path).add(action + (" (failed)" if failed else ""))
+                if action in ("edited", "written", "created", "deleted"):
+                    changed.append(path)
+            if not failed and result is not None:
+                self._resolve(command=text)
+        else:
+            files = self._call_files(kind, args, result_text)
+            for path, action in files:
+                self.facts.file(path).add(action + (" (failed)" if failed else ""))
+                if action in ("edited", "written", "created", "deleted") and not failed:
+                    changed.append(path)
+            if files:
+                summary = f"{name} {files[0][0]}"
+            if not failed and result is not None:
+                self._resolve(tool_key=summary)
+
+        self.last_turn_calls.append(summary)
+        if result is None:
+            return changed
+        if failed:
+            source = backticked(command_text(command)) if kind == "shell" else summary
+            self._add_error(
+                _failure(
+                    source,
+                    result_text,
+                    exit_code=code,
+                    command=command_text(command) if kind == "shell" else "",
+                    tool_key="" if kind == "shell" else summary,
+                )
+            )
+        elif kind not in ("read", "edit", "write", "patch", "plan"):
+            found = found_errors(result_text)
+            if found:
+                source = backticked(command_text(command)) if kind == "shell" else summary
+                self._add_error(
+                    ErrorEntry(
+                        source=source,
+                        lines=[ledger_line(x) for x in found],
+                        found=True,
+                        resolved=True,
+                    )
+                )
+        return changed
+
+    def _call_files(
+        self, kind: str, args: Mapping[str, Any], result_text: str
+    ) -> list[tuple[str, str]]:
+        files: list[tuple[str, str]] = []
+        editor = args.get("command")
+        action = EDITOR_COMMANDS.get(editor, "") if isinstance(editor, str) else ""
+        action = action or KIND_ACTION.get(kind, "touched")
+        if action == "written" and re.search(
+            r"\b(?:created|new file)\b", result_text[:300], re.IGNORECASE
+        ):
+            action = "created"
+        paths = [args[k] for k in PATH_KEYS if isinstance(args.get(k), str)]
+        for key in PATH_LIST_KEYS:
+            value = args.get(key)
+            if isinstance(value, list):
+                paths.extend(v for v in value if isinstance(v, str))
+        for path in paths:
+            if kind == "search" and not pathlike(path):
+                continue
+            if path.strip() and path.strip() not in (".", "./"):
+                files.append((path.strip(), action))
+        if kind == "patch" or any(
+            isinstance(v, str) and "*** Begin Patch" in v for v in args.values()
+        ):
+            for value in args.values():
+                if isinstance(value, str):
+                    files.extend(patch_files(value))
+        return files
+
+    @staticmethod
+    def _outcome(
+        result: Mapping[str, Any] | None, text: str, failed: bool, code: int | None
+    ) -> str:
+        if result is None:
+            return "no result"
+        counts = pytest_counts(text)
+        head = "ok"
+        if failed:
+            head = f"exit {code}" if code not in (None, 0) else "failed"
+        return head + (f", {counts}" if counts else "")
+
+    def _orphan_result(self, message: Mapping[str, Any]) -> None:
+        text = text_of(message.get("content"))
+        name = str(message.get("toolName") or "tool")
+        if message.get("isError"):
+            self._add_error(_failure(name, text, tool_key=name))
+
+    # -- errors
+
+    def _add_error(self, error: ErrorEntry) -> None:
+        fresh = [line for line in error.lines if line not in self.seen_error_lines]
+        if not fresh and error.lines:
+            earlier = self.seen_error_lines[error.lines[0]]
+            if not error.found:
+                earlier.repeats += 1
+                earlier.resolved = False
+            return
+        error.lines = fresh
+        for line in fresh:
+            self.seen_error_lines[line] = error
+        for test in error.tests:
+            self.concepts.add(test.split("::")[-1].split("[")[0], 2)
+        for line in fresh:
+            self.concepts.scan(line)
+        self.facts.errors.append(error)
+        if not error.found:
+            self.awaiting_followup.append(error)
+
+    def _resolve(self, command: str = "", tool_key: str = "") -> None:
+        for error in self.facts.errors:
+            if error.resolved or error.found:
+                continue
+            by_command = bool(command and error.command and resolves(command, error.command))
+            if by_command or (tool_key and error.tool_key == tool_key):
+                error.resolved = True
+
+    # -- end of span
+
+    def _finish(self) -> None:
+        facts = self.facts
+        facts.concepts = self.concepts.ranked()
+        facts.constraints = dedupe(facts.constraints, similar=True)
+        facts.done = dedupe(facts.done)
+        authoritative = [t for t, done in (self.newest_plan or []) if not done]
+        authoritative += [t for t, done in self.newest_checkboxes if not done]
+        others = [p for p in self.sentence_pending if not any(same_task(p, d) for d in facts.done)]
+        pending = distinct_tasks(authoritative + others)
+        if self.last_user is not None and self.last_user[0] > self.last_assistant_text_index:
+            pending.append(
+                f"answer the last user message ({self.last_user[1]}): "
+                + clip(inline(self.last_user[2]), 160)
+            )
+        facts.pending = pending
+        facts.decisions = dedupe_decisions(facts.decisions)
+        if self.last_user is not None:
+            facts.current.append(
+                f"latest request ({self.last_user[1]}): " + clip(inline(self.last_user[2]), 200)
+            )
+        if self.last_turn_calls:
+            calls = self.last_turn_calls[-6:]
+            more = len(self.last_turn_calls) - len(calls)
+            facts.current.append(
+                "tool calls since then: "
+                + "; ".join(calls)
+                + (f" (+{more} earlier)" if more > 0 else "")
+            )
+        if facts.last_message:
+            facts.current.append("last assistant message: " + inline(facts.last_message))

@@ -1,0 +1,196 @@
+"""Failures in tool results: exit codes, pytest counts, error lines, tracebacks.
+
+A failed tool result (``isError``, or a non-zero exit code it reports) gives its error
+lines (:func:`error_lines`); the output of a tool that did not fail can still show
+``ERROR``/``FATAL`` log lines or a traceback (:func:`found_errors`). Each scan has a cheap
+literal prefilter in front of its regex: most tool outputs hold no error at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compactctl.summarize.extractive.prose import dedupe_exact
+from compactctl.text import folds_to_ascii
+
+__all__ = [
+    "ERROR_LINES_PER_RESULT",
+    "error_lines",
+    "found_errors",
+    "pytest_counts",
+    "reported_exit_code",
+]
+
+#: At most this many distinct error lines are kept from one tool result.
+ERROR_LINES_PER_RESULT = 6
+
+_EXIT_RE = re.compile(
+    r"(?im)^\s*(?:exit code|exit status|exited with code|process exited with code|"
+    r"return code|returncode)\s*[:=]?\s*(-?\d+)\b|\bexit status (-?\d+)\b"
+)
+_JSON_EXIT_RE = re.compile(r'"(?:exit_code|exitCode|returncode|return_code)"\s*:\s*(-?\d+)')
+_PYTEST_COUNTS_RE = re.compile(
+    r"(?m)^[=\s]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|"
+    r"warnings?|rerun)(?:, )?)+)(?: in [\d.]+s)?(?: \([^)]*\))?[=\s]*$"
+)
+
+
+_EXIT_PHRASES = ("exit code", "exit status", "exited with code")
+_RETURN_PHRASES = ("return code", "returncode")
+"""Lower-cased literals one of which every :data:`_EXIT_RE` match contains (those of
+``_EXIT_PHRASES`` hold ``exit``, those of ``_RETURN_PHRASES`` hold ``return``)."""
+
+
+def _may_report_exit(text: str) -> bool:
+    """False only when :data:`_EXIT_RE` cannot match ``text``: a cheap literal prefilter.
+
+    The regex scans at about 10 MB/s (case-insensitive, multiline, tried at every position);
+    ``str.lower`` and ``in`` run at memory speed, and most tool results name no exit code.
+
+    >>> _may_report_exit("EXIT CODE: 1"), _may_report_exit("return 0")
+    (True, False)
+    """
+    if folds_to_ascii(text):  # İ ı ſ: the lower-cased literals could miss a match
+        return True
+    lowered = text.lower()
+    if "exit" in lowered and any(p in lowered for p in _EXIT_PHRASES):
+        return True
+    return "return" in lowered and any(p in lowered for p in _RETURN_PHRASES)
+
+
+def reported_exit_code(text: str) -> int | None:
+    """The exit code a tool result reports, if it reports one.
+
+    >>> reported_exit_code("Exit code: 2\\nWall time: 1s"), reported_exit_code('{"exit_code": 0}')
+    (2, 0)
+    """
+    match = _EXIT_RE.search(text) if _may_report_exit(text) else None
+    if match:
+        return int(match.group(1) or match.group(2))
+    head = text[:2000]
+    match = _JSON_EXIT_RE.search(head) if 'ode"' in head else None
+    return int(match.group(1)) if match else None
+
+
+_PYTEST_WORDS = ("failed", "passed", "error", "skipped", "deselected", "warning", "rerun")
+"""Literals one of which every :data:`_PYTEST_COUNTS_RE` match contains (``xfailed`` holds
+``failed``, ``xpassed`` holds ``passed``; the regex is case-sensitive)."""
+
+
+def pytest_counts(text: str) -> str:
+    """The last pytest count line, without its timing.
+
+    >>> pytest_counts("...\\n1 failed, 7 passed in 1.45s\\n")
+    '1 failed, 7 passed'
+    """
+    tail = text[-5000:]
+    if not any(word in tail for word in _PYTEST_WORDS):
+        return ""
+    matches = _PYTEST_COUNTS_RE.findall(tail)
+    return matches[-1].strip().rstrip(",") if matches else ""
+
+
+_EXC_AT_START_RE = re.compile(r"^(?:[a-z_][\w]*\.)*(?P<name>[A-Z][A-Za-z0-9_]*):(?:\s|$)")
+_EXC_IN_LINE_RE = re.compile(r"(?<![\w.])(?:[a-z_][\w]*\.)*(?P<name>[A-Z][A-Za-z0-9_]*):\s")
+_ERROR_PREFIX_RE = re.compile(
+    r"^(?:error|fatal|panic|ERROR|FATAL|PANIC|Error)(?:\[\w+\])?[:!]\s*\S"
+)
+_LOG_LEVEL_RE = re.compile(r"\b(?P<level>ERROR|FATAL|CRITICAL)\b")
+_FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (?P<test>\S+::\S+|\S+\.py)(?: - (?P<msg>.*))?$")
+
+
+def _exception_name(name: str) -> bool:
+    """Whether ``name`` reads as an exception class (not a warning, not a label).
+
+    >>> [_exception_name(n) for n in ("ValueError", "LeaseExpired", "Decision",
+    ...                                "DeprecationWarning")]
+    [True, True, False, False]
+    """
+    if name.endswith("Warning"):
+        return False
+    if re.search(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout)$", name):
+        return True
+    return len(re.findall(r"[A-Z][a-z0-9]+", name)) >= 2 and name[1:].lower() != name[1:]
+
+
+def error_lines(text: str) -> tuple[list[str], list[str]]:
+    """The error lines and failing test ids of a failed tool result.
+
+    Kept, in order: pytest ``E   Exc: ...`` lines and any line that starts with an exception
+    name (the final line of a traceback), ``error:``/``fatal:`` lines, and log lines at
+    ERROR level; the message of ``FAILED test - msg`` lines only when nothing else was found;
+    at last the last non-empty line. At most :data:`ERROR_LINES_PER_RESULT` distinct lines.
+    """
+    lines: list[str] = []
+    failed_messages: list[str] = []
+    tests: list[str] = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        failed = _FAILED_RE.match(line)
+        if failed:
+            tests.append(failed.group("test"))
+            if failed.group("msg"):
+                failed_messages.append(failed.group("msg").strip())
+            continue
+        if line.startswith("E ") or line == "E":
+            line = line[1:].strip()
+        start = _EXC_AT_START_RE.match(line)
+        if (start and _exception_name(start.group("name"))) or _ERROR_PREFIX_RE.match(line):
+            lines.append(line)
+        elif _LOG_LEVEL_RE.search(line):
+            lines.append(_log_error(line))
+    if not lines:
+        lines = failed_messages
+    if not lines:
+        tail = [ln.strip() for ln in text.split("\n") if ln.strip()]
+        tail = [ln for ln in tail if not _PYTEST_COUNTS_RE.match(ln)] or tail
+        lines = tail[-1:]
+    return dedupe_exact(lines)[:ERROR_LINES_PER_RESULT], dedupe_exact(tests)
+
+
+def _log_error(line: str) -> str:
+    """From an ERROR log line, the part from the exception name (or the level) on."""
+    for match in _EXC_IN_LINE_RE.finditer(line):
+        if _exception_name(match.group("name")):
+            return line[match.start() :]
+    level = _LOG_LEVEL_RE.search(line)
+    return line[level.start() :] if level else line
+
+
+_FOUND_ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
+"""Literals one of which a text must hold for :func:`found_errors` to find anything: every
+match of the case-sensitive :data:`_LOG_LEVEL_RE` is one of the first three, and a traceback
+starts with the last (a cheap ``in`` test skips the per-line scan of most outputs)."""
+
+
+def found_errors(text: str) -> list[str]:
+    """Error lines inside the output of a tool that did not fail: ``ERROR``/``FATAL``
+    log lines, and the final line of a Python traceback.
+
+    >>> found_errors("10:... ERROR quillpad.storage LeaseExpired: lease 8525 expired")
+    ['LeaseExpired: lease 8525 expired']
+    """
+    if not any(marker in text for marker in _FOUND_ERROR_MARKERS):
+        return []
+    found: list[str] = []
+    lines = text.split("\n")
+    for index, raw in enumerate(lines):
+        if (
+            "ERROR" not in raw
+            and "FATAL" not in raw
+            and "CRITICAL" not in raw
+            and "Traceback (most recent call last)" not in raw
+        ):
+            continue  # _FOUND_ERROR_MARKERS: neither branch below can fire on this line
+        line = raw.strip()
+        if _LOG_LEVEL_RE.search(line) and not line.startswith(("def ", "class ", "#", "//")):
+            found.append(_log_error(line))
+        elif line.startswith("Traceback (most recent call last)"):
+            for after in lines[index + 1 :]:
+                start = _EXC_AT_START_RE.match(after.strip())
+                if start and _exception_name(start.group("name")):
+                    found.append(after.strip())
+                    break
+    return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]

@@ -1,0 +1,181 @@
+"""What the user and the assistant mean: constraints, deferrals, decisions, next steps.
+
+Keyword rules over single sentences (English and Chinese), and the shortening of a user
+message that keeps every constraint sentence whole. The constraint words are the
+``extractive`` selection of :data:`compactctl.text.CONSTRAINT_WORDS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from compactctl.summarize.extractive.prose import (
+    LEDGER_LINE_MAX,
+    has_cjk,
+    inline,
+    join_sentences,
+    split_sentences,
+)
+from compactctl.text import ELLIPSIS, EXTRACTIVE, clip, constraint_re
+
+__all__ = [
+    "CHECKBOX_RE",
+    "DEFER_RE",
+    "NEXT_LABEL_RE",
+    "NEXT_RE",
+    "PENDING_RE",
+    "clear_caches",
+    "constraint_text",
+    "decision_rank",
+    "long_enough",
+    "sentence_flags",
+    "shorten_user",
+    "states_constraint",
+]
+
+#: A Markdown checkbox item: ``- [ ] text`` (open) or ``- [x] text`` (done).
+CHECKBOX_RE = re.compile(r"^\s*[-*+]\s+\[(?P<mark>[ xX])\]\s+(?P<text>\S.*?)\s*$")
+
+_CONSTRAINT_RE = constraint_re(EXTRACTIVE)
+_ELLIPSES_RE = re.compile(r"…(?:\s*…)+")
+
+#: A sentence that puts something off ("not now", "later", 以后再 ...): never a constraint;
+#: in a user message it is a pending task.
+DEFER_RE = re.compile(
+    r"\b(?:not now|later|todo|to-do|follow[- ]up|at some point|before the release|"
+    r"eventually)\b"
+    r"|不是现在|以后再|稍后|之后再|回头再",
+    re.IGNORECASE,
+)
+#: A sentence of the assistant that leaves something open (a pending task).
+PENDING_RE = re.compile(
+    r"\b(?:left undone|still need(?:s)? to|need to .{0,40}later|todo|to-do|later|"
+    r"follow[- ]up|not done|not yet|still open|remaining|pending|open item|"
+    r"haven't|have not (?:yet )?(?:done|started|finished))\b"
+    r"|待办|还需要|尚未|未完成|还没做|稍后|以后再|之后再做|遗留|记下",
+    re.IGNORECASE,
+)
+_DECISION_RES = (
+    (3, re.compile(r"\b(?:decision|decided|decide|we agreed)\b|决定|决策", re.IGNORECASE)),
+    (
+        2,
+        re.compile(
+            r"\b(?:instead of|rather than|because|so that|trade-?off)\b"
+            r"|而不是|因为|为了|以免|避免|不引入|改用",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        1,
+        re.compile(
+            r"\b(?:i'll|i will|we'll|we will|switching to|going with|chose|choose|"
+            r"opted|prefer|keeping)\b|改成|改为|选择|回退|采用",
+            re.IGNORECASE,
+        ),
+    ),
+)
+#: A sentence that states the next step.
+NEXT_RE = re.compile(
+    r"\bnext step\b|\bnext,? (?:i|we)(?:'ll| will| should| need)\b|\bnext(?: up)?:"
+    r"|\bthen i(?:'ll| will)\b|下一步|接下来",
+    re.IGNORECASE,
+)
+#: The label in front of a next step ("Next step:", 下一步：), removed from it.
+NEXT_LABEL_RE = re.compile(
+    r"^(?:the )?(?:next steps?|next up|next|下一步|接下来)\s*[:：,，]\s*", re.IGNORECASE
+)
+
+
+def states_constraint(sentence: str) -> bool:
+    """Whether a sentence states a user constraint: a constraint word
+    (:func:`compactctl.text.constraint_re`) and nothing deferred.
+
+    >>> states_constraint("Do not add deps."), states_constraint("Do not do it now, later.")
+    (True, False)
+    """
+    return _CONSTRAINT_RE.search(sentence) is not None and DEFER_RE.search(sentence) is None
+
+
+def long_enough(sentence: str) -> bool:
+    """Whether a sentence is long enough to be a task: 8 characters with CJK, else 20."""
+    return len(sentence) >= (8 if has_cjk(sentence) else 20)
+
+
+def decision_rank(sentence: str) -> int:
+    """3 for an explicit decision, 2 for a reasoned one, 1 for a stated intent, else 0.
+
+    >>> decision_rank("Decision: keep strptime."), decision_rank("I'll add a test.")
+    (3, 1)
+    """
+    for rank, pattern in _DECISION_RES:
+        if pattern.search(sentence):
+            return rank
+    return 0
+
+
+_LABEL_PREFIX_RE = re.compile(
+    r"^(?:constraints?|requirements?|rules?|please|heads-up|note|important|also|nb|"
+    r"约束|要求|注意|另外|提醒)\s*[:：]\s*",
+    re.IGNORECASE,
+)
+
+
+def constraint_text(sentence: str) -> str:
+    """A constraint sentence without a leading label such as ``Constraints:``.
+
+    >>> constraint_text("Heads-up: do not modify the importer.")
+    'do not modify the importer.'
+    """
+    return clip(_LABEL_PREFIX_RE.sub("", sentence).strip() or sentence, LEDGER_LINE_MAX)
+
+
+def shorten_user(text: str, head: int, constraints: bool = True) -> str:
+    """A user message for the summary, whole sentences in their order: the opening sentences
+    up to ``head`` characters, every constraint sentence in full, and the last sentence;
+    ``…`` marks what was left out. ``head`` 0 keeps constraint sentences only (or the first
+    60 characters when there are none). ``constraints=False`` leaves constraint sentences
+    out (they are listed on their own).
+
+    >>> shorten_user("Fix the pager. " + "It is slow. " * 30 + "Do not add deps. Thanks!", 30)
+    'Fix the pager. It is slow. … Do not add deps. Thanks!'
+    >>> shorten_user("Fix the pager. Do not add deps.", 200, constraints=False)
+    'Fix the pager.'
+    """
+    sentences, flags = sentence_flags(text)
+    plain = sum(len(s) + 1 for s, c in zip(sentences, flags, strict=True) if not c)
+    budget = plain if head > 0 and plain <= head + 60 else head
+    parts: list[str] = []
+    used, gap = 0, False
+    for index, (sentence, is_constraint) in enumerate(zip(sentences, flags, strict=True)):
+        if is_constraint and not constraints:
+            continue
+        last = index == len(sentences) - 1
+        if is_constraint or (budget > 0 and (used + len(sentence) <= budget or last)):
+            piece = sentence if is_constraint else clip(sentence, max(budget, 80))
+        elif budget > 0 and used == 0:
+            piece = clip(sentence, budget)
+        else:
+            gap = True
+            continue
+        if gap:
+            parts.append(ELLIPSIS)
+            gap = False
+        parts.append(clip(piece, LEDGER_LINE_MAX))
+        used += 0 if is_constraint else len(piece) + 1
+    if not parts:
+        parts = [clip(inline(text), 60 if constraints else 40)]
+    return _ELLIPSES_RE.sub(ELLIPSIS, join_sentences(parts))
+
+
+@functools.lru_cache(maxsize=1024)
+def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The sentences of ``text`` and whether each states a constraint, cached: rendering
+    shortens every user message once per level of detail tried (up to 15 times)."""
+    found = tuple(split_sentences(text))
+    return found, tuple(states_constraint(s) for s in found)
+
+
+def clear_caches() -> None:
+    """Empty the cache of :func:`sentence_flags` (it holds user messages)."""
+    sentence_flags.cache_clear()

@@ -1,0 +1,260 @@
+"""Prior state: an earlier summary read back into facts and merged with the new span.
+
+``request.prior`` (a ``sections`` text or a ``task-state`` answer, from any summarizer) is
+parsed back into facts (:func:`facts_from_prior`) and merged (:func:`merge`): ledger
+entries, constraints, user messages, decisions and done items are united (prior first;
+action and run counts added); a prior failure is marked resolved when the new span runs the
+same (or a broader) command successfully; pending tasks the new span marks done are
+dropped; current work and next step are replaced by the new span's. A prior text that does
+not parse is kept as one note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from compactctl.summarize import SummaryResult
+from compactctl.summarize.extractive.intent import decision_rank
+from compactctl.summarize.extractive.ledger import (
+    CommandEntry,
+    Decision,
+    ErrorEntry,
+    Facts,
+    dedupe_decisions,
+)
+from compactctl.summarize.extractive.prose import (
+    dedupe,
+    dedupe_exact,
+    distinct_tasks,
+    inline,
+    same_task,
+)
+from compactctl.summarize.extractive.render import (
+    CONSTRAINT_PREFIX,
+    DONE_PREFIX,
+    FOCUS_PREFIX,
+    NONE_BULLET,
+)
+from compactctl.summarize.extractive.tools import resolves
+from compactctl.summarize.summary_format import (
+    SummaryFormatError,
+    parse_sections,
+    parse_task_state,
+)
+from compactctl.text import clip
+
+__all__ = ["facts_from_prior", "merge"]
+
+_FILE_LINE_RE = re.compile(r"^(`+) ?(?P<path>.+?) ?\1(?: — (?P<actions>.*))?$")
+_COMMAND_LINE_RE = re.compile(
+    r"^ran (`+) ?(?P<cmd>.+?) ?\1(?: ×(?P<runs>\d+))?"
+    r"(?: — (?P<outcome>.*))?$"
+)
+_ERROR_SOURCE_RE = re.compile(r"^(`+) ?(?P<cmd>.+?) ?\1 failed")
+_ACTION_RE = re.compile(r"^(?P<action>.+?)(?: ×(?P<count>\d+))?$")
+_LABEL_RE = re.compile(r"^(?P<label>T\d+): (?P<text>.*)$", re.DOTALL)
+
+
+def _prior_file(facts: Facts, line: str) -> None:
+    match = _FILE_LINE_RE.match(line)
+    if not match:
+        facts.file(line)
+        return
+    record = facts.file(match.group("path"))
+    for part in (match.group("actions") or "").split(", "):
+        action = _ACTION_RE.match(part.strip())
+        if action and part.strip():
+            record.add(action.group("action"), int(action.group("count") or 1))
+
+
+def _prior_command(facts: Facts, line: str) -> bool:
+    match = _COMMAND_LINE_RE.match(line)
+    if not match:
+        return False
+    outcome = match.group("outcome") or ""
+    failed_before = outcome.endswith("; earlier runs failed")
+    outcome = outcome.removesuffix("; earlier runs failed")
+    facts.commands[match.group("cmd")] = CommandEntry(
+        match.group("cmd"), int(match.group("runs") or 1), outcome, failed_before
+    )
+    return True
+
+
+def _prior_error(line: str, resolved: bool | None = None) -> ErrorEntry:
+    text = line.split(" → then: ")[0]
+    source = _ERROR_SOURCE_RE.match(text)
+    if resolved is None:
+        resolved = not text.endswith("; unresolved")
+    return ErrorEntry(
+        source="",
+        lines=[],
+        raw=text,
+        resolved=resolved,
+        found=text.startswith("seen in the output of"),
+        command=source.group("cmd") if source else "",
+    )
+
+
+def _facts_from_sections(text: str) -> Facts:
+    parsed = parse_sections(text).sections
+    facts = Facts()
+    for item in parsed.get("Primary Request", []):
+        if item.startswith(CONSTRAINT_PREFIX):
+            facts.constraints.append(item.removeprefix(CONSTRAINT_PREFIX))
+        elif not item.startswith(FOCUS_PREFIX) and item != NONE_BULLET:
+            facts.primary.append(item)
+    facts.concepts = [c for c in parsed.get("Key Technical Concepts", []) if c != NONE_BULLET]
+    for item in parsed.get("Files and Code Sections", []):
+        if item != NONE_BULLET:
+            _prior_file(facts, item)
+    facts.errors = [_prior_error(e) for e in parsed.get("Errors and Fixes", []) if e != NONE_BULLET]
+    for item in parsed.get("Problem Solving", []):
+        if item == NONE_BULLET or _prior_command(facts, item):
+            continue
+        if item.startswith(DONE_PREFIX):
+            facts.done.append(item.removeprefix(DONE_PREFIX))
+        else:
+            facts.problem.append(item)
+    facts.decisions = [
+        Decision(d, decision_rank(d) or 2, i)
+        for i, d in enumerate(parsed.get("Decision Rationale", []))
+        if d != NONE_BULLET
+    ]
+    for item in parsed.get("All User Messages", []):
+        match = _LABEL_RE.match(item)
+        facts.user_messages.append(
+            (match.group("label"), match.group("text")) if match else ("", item)
+        )
+    facts.pending = [p for p in parsed.get("Pending Tasks", []) if p != NONE_BULLET]
+    facts.current = [c for c in parsed.get("Current Work", []) if c != NONE_BULLET]
+    steps = [s for s in parsed.get("Optional Next Step", []) if s != NONE_BULLET]
+    facts.next_step = steps[0] if steps else ""
+    return facts
+
+
+def _facts_from_task_state(state: Mapping[str, Any]) -> Facts:
+    facts = Facts()
+
+    def strings(key: str) -> list[str]:
+        value = state.get(key)
+        return (
+            [v for v in value if isinstance(v, str) and v.strip()]
+            if isinstance(value, list)
+            else []
+        )
+
+    goal = state.get("goal")
+    if isinstance(goal, str) and goal.strip():
+        facts.primary.append(goal)
+    for item in strings("progress"):
+        if item.startswith(("fixed: ", "found: ")):
+            facts.errors.append(_prior_error(item.split(": ", 1)[1], resolved=True))
+        else:
+            facts.done.append(item)
+    facts.pending = strings("open_items")
+    step = state.get("next_step")
+    facts.next_step = step if isinstance(step, str) else ""
+    facts.errors.extend(_prior_error(b, resolved=False) for b in strings("blockers"))
+    for item in strings("key_artifacts"):
+        if not _prior_command(facts, item):
+            _prior_file(facts, item)
+    facts.decisions = [
+        Decision(d, decision_rank(d) or 2, i) for i, d in enumerate(strings("decisions"))
+    ]
+    facts.constraints = strings("user_constraints")
+    return facts
+
+
+def facts_from_prior(prior: SummaryResult) -> Facts:
+    """Parse an earlier summary (``sections`` or ``task-state``, from any summarizer) back
+    into facts; one that does not parse becomes one note under Problem Solving."""
+    if prior.task_state is not None:
+        return _facts_from_task_state(prior.task_state)
+    try:
+        if prior.format == "task-state":
+            return _facts_from_task_state(parse_task_state(prior.text).task_state)
+        return _facts_from_sections(prior.text)
+    except SummaryFormatError:
+        facts = Facts()
+        if prior.text.strip():
+            facts.problem.append("earlier summary (unparsed): " + clip(inline(prior.text), 600))
+        return facts
+
+
+def _merge_errors(prior: list[ErrorEntry], new: list[ErrorEntry]) -> list[ErrorEntry]:
+    """Prior errors, then the new ones that are not already there: a new error whose every
+    line is in an earlier entry is folded into it (marking it unresolved again when the new
+    one is unresolved)."""
+    merged: list[ErrorEntry] = []
+    seen: set[str] = set()
+    for error in prior:
+        if error.raw not in seen:
+            seen.add(error.raw)
+            merged.append(error)
+    for error in new:
+        earlier = next(
+            (e for e in merged if e.raw and error.lines and all(x in e.raw for x in error.lines)),
+            None,
+        )
+        if earlier is None:
+            merged.append(error)
+        elif not error.resolved and not error.found and earlier.resolved:
+            earlier.resolved = False
+            earlier.raw = earlier.raw.removesuffix("; resolved later") + "; unresolved"
+    return merged
+
+
+def merge(prior: Facts, new: Facts) -> Facts:
+    """Prior state first, then the new span; the rules are in the module docstring."""
+    merged = Facts(stats=new.stats)
+    merged.primary = prior.primary or new.primary
+    merged.constraints = dedupe(prior.constraints + new.constraints, similar=True)
+    merged.user_messages = prior.user_messages + new.user_messages
+    merged.concepts = dedupe_exact(prior.concepts + new.concepts)
+    for source in (prior, new):
+        for path, record in source.files.items():
+            target = merged.file(path)
+            for action, count in record.actions.items():
+                target.add(action, count)
+        for text, command in source.commands.items():
+            old = merged.commands.get(text)
+            if old is None:
+                merged.commands[text] = CommandEntry(
+                    text, command.runs, command.outcome, command.failed_before
+                )
+            else:
+                old.failed_before = (
+                    old.failed_before
+                    or command.failed_before
+                    or old.outcome.startswith(("failed", "exit"))
+                )
+                old.runs += command.runs
+                old.outcome = command.outcome
+    for error in prior.errors:
+        if (
+            not error.resolved
+            and error.command
+            and any(
+                resolves(text, error.command)
+                for text, c in new.commands.items()
+                if c.outcome.startswith("ok")
+            )
+        ):
+            error.resolved = True
+            error.raw = error.raw.removesuffix("; unresolved") + "; resolved later"
+    merged.errors = _merge_errors(prior.errors, new.errors)
+    offset = len(prior.decisions)
+    merged.decisions = dedupe_decisions(
+        prior.decisions + [Decision(d.text, d.rank, d.order + offset) for d in new.decisions]
+    )
+    merged.done = dedupe(prior.done + new.done)
+    still_open = [p for p in prior.pending if not any(same_task(p, d) for d in new.done)]
+    merged.pending = distinct_tasks(still_open + new.pending)
+    merged.problem = prior.problem + new.problem
+    merged.current = new.current or prior.current
+    merged.last_message = new.last_message
+    merged.next_step = new.next_step or ("" if new.current else prior.next_step)
+    merged.prior_merged = "yes"
+    return merged
