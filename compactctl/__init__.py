@@ -18,6 +18,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # events and the effective context
     "Event": "compactctl.model",
     "Message": "compactctl.model",
     "CompactEvent": "compactctl.model",
@@ -25,15 +26,34 @@ _EXPORTS = {
     "SessionEvent": "compactctl.model",
     "BadLine": "compactctl.model",
     "Filter": "compactctl.model",
+    "inspect_events": "compactctl.app.inspector",
+    # reading and writing transcripts
+    "Session": "compactctl.session",
     "read": "compactctl.io.files",
+    "load": "compactctl.formats.reader",
     "append_events": "compactctl.io.files",
     "write_output": "compactctl.io.files",
-    "pipeline": "compactctl.pipeline",
-    "compose": "compactctl.pipeline",
-    "replay": "compactctl.replay",
-    "inspect_events": "compactctl.app.inspector",
     "TokenCounter": "compactctl.tokens",
     "CompactError": "compactctl.errors",
+    # the layers: filters, and Layer objects over a Session
+    "rules": "compactctl.layers.rules",
+    "dedup": "compactctl.layers.dedup",
+    "micro": "compactctl.layers.micro",
+    "Layer": "compactctl.layers.base",
+    "Plan": "compactctl.layers.base",
+    "plan_layers": "compactctl.layers.base",
+    "RulesLayer": "compactctl.layers.rules",
+    "DedupLayer": "compactctl.layers.dedup",
+    "MicroLayer": "compactctl.layers.micro",
+    "CompactLayer": "compactctl.layers.summary",
+    "TiersLayer": "compactctl.layers.tiers",
+    "RulesOptions": "compactctl.layers.options",
+    "DedupOptions": "compactctl.layers.options",
+    "MicroParams": "compactctl.layers.options",
+    "CompactOptions": "compactctl.layers.options",
+    "TiersOptions": "compactctl.layers.options",
+    "plan_compact": "compactctl.layers.summary",
+    "plan_tiers": "compactctl.layers.tiers",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

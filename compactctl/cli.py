@@ -3,7 +3,7 @@
 Every command shares the shell of docs/design.md section 4: PATHS (files, folders, ``-``),
 ``-o``, ``--dry-run``, ``--check``, ``--json``, ``--config``, ``--jobs``, ``-q``/``-v``. Those
 options are declared once, as the fields of :class:`Shell`; a command names the ones it takes
-(:func:`_command`). Defaults live in the options dataclasses (:mod:`compactctl.layers.options`),
+(:func:`command`). Defaults live in the options dataclasses (:mod:`compactctl.layers.options`),
 which ``--help`` quotes; values are resolved flag > environment > config file > default by
 :func:`compactctl.app.config.resolve`. stdout carries data only; messages, progress and the
 summary line go to stderr.
@@ -11,21 +11,35 @@ summary line go to stderr.
 
 import dataclasses
 import functools
-import inspect
 import os
 import sys
-import typing
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from compactctl import __version__
-from compactctl.app.config import Settings, load_config
-from compactctl.app.report import Report
-from compactctl.errors import EXIT_USAGE, CompactError, UsageError
+from compactctl.cli_shell import (
+    EXIT_PIPE,
+    PATHS_HELP,
+    RUN,
+    TRANSFORM,
+    DryRunOpt,
+    FormatOpt,
+    JsonOpt,
+    Paths,
+    Shell,
+    WindowOpt,
+    app,
+    command,
+    err,
+    fail_usage,
+    finish,
+    quiet_stdout,
+    settings_for,
+    transform,
+)
+from compactctl.errors import CompactError
 from compactctl.io.files import discover
-from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.layers.options import (
     SECTIONS_MAX_CHARS,
     TASK_STATE_MAX_CHARS,
@@ -35,227 +49,7 @@ from compactctl.layers.options import (
     TiersOptions,
 )
 
-EXIT_PIPE = 141
-"""Exit code when stdout was closed by the reader (128 + SIGPIPE), as ``cat | head`` gives."""
-
-app = typer.Typer(
-    name="compactctl",
-    help=(
-        "Compact the session transcripts of LLM agents (JSONL).\n\n"
-        "Appends CompactEvent and SummaryEvent records in place; replaying the log gives the "
-        "reduced context an agent sends to its model. Bytes already in a file are never "
-        "changed.\n\n"
-        "Exit codes: 0 done or nothing to do; 1 --check found work; 2 usage or config error; "
-        "3 some input could not be processed; 75 a transcript was locked too long (retry)."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
 # --- the shared shell ---------------------------------------------------------------------
-
-_PATHS_HELP = "Transcript files, folders (searched for *.jsonl, *.jsonl.gz), or - for stdin."
-Paths = Annotated[
-    list[str], typer.Argument(metavar="PATHS...", help=_PATHS_HELP, show_default=False)
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print a machine report (JSON).")]
-FormatOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        help="Input format (default: detected): canonical, claude-code, claude-stream, "
-        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
-    ),
-]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Report what would happen; write nothing.")
-]
-WindowOpt = Annotated[
-    int | None,
-    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
-]
-
-
-@dataclasses.dataclass(frozen=True)
-class Shell:
-    """The options several commands share, each declared once: a field is an option (its
-    ``Annotated`` type is the Typer declaration) and its default is the option's.
-
-    A command registered by :func:`_command` takes the fields it names, in this order, after
-    its own options, and receives them as one ``Shell`` (the others keep their defaults).
-    """
-
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the result here (a file, or - for stdout) instead of appending in "
-            "place. Needed for foreign formats.",
-        ),
-    ] = None
-    materialize: Annotated[
-        bool,
-        typer.Option(
-            "--materialize", help="Write the effective context (the reduced transcript) instead."
-        ),
-    ] = False
-    as_format: Annotated[
-        str,
-        typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions)."),
-    ] = "canonical"
-    tier: Annotated[
-        str | None, typer.Option("--tier", help="With --materialize: summary tier L0/L1/L2.")
-    ] = None
-    fmt: FormatOpt = None
-    encoding: Annotated[
-        str | None, typer.Option("--encoding", help="tiktoken encoding (default: by the model).")
-    ] = None
-    estimate: Annotated[
-        bool, typer.Option("--estimate", help="Count tokens with the chars-based estimate.")
-    ] = False
-    context_window: WindowOpt = None
-    dry_run: DryRunOpt = False
-    check: Annotated[
-        bool, typer.Option("--check", help="Write nothing; exit 1 if any input would change.")
-    ] = False
-    json_out: JsonOpt = False
-    db: Annotated[
-        str | None,
-        typer.Option("--db", help="SQLite store (default: $COMPACTCTL_DB or the XDG state dir)."),
-    ] = None
-    no_store: Annotated[bool, typer.Option("--no-store", help="Do not use the SQLite store.")] = (
-        False
-    )
-    lock_timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--lock-timeout",
-            help=f"Seconds to wait for a transcript's lock (default {DEFAULT_LOCK_TIMEOUT:g}).",
-        ),
-    ] = None
-    config: Annotated[
-        str | None,
-        typer.Option(
-            "--config", help="TOML config file (default: ~/.config/compactctl/config.toml)."
-        ),
-    ] = None
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs", "-j", help="Files processed in parallel (default: number of cores)."
-        ),
-    ] = None
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
-
-    @property
-    def encoding_flag(self) -> str | None:
-        """``--estimate`` as the encoding ``"estimate"``, else ``--encoding``."""
-        return "estimate" if self.estimate else self.encoding
-
-    def output_options(self, s: Settings, paths: list[str], tier: str | None) -> Any:
-        """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's),
-        checked against PATHS (:func:`compactctl.app.options.output_options`)."""
-        from compactctl.app.options import output_options
-
-        flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
-                     dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
-                     tier=tier, fmt=self.fmt, db="" if self.no_store else self.db)  # fmt: skip
-        return output_options(s, paths, flags)
-
-
-RUN = ("config", "jobs", "quiet", "verbose")
-"""The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
-TRANSFORM = ("output", "materialize", "as_format", "fmt", "encoding", "dry_run", "check",
-             "json_out", "db", "no_store", "lock_timeout", *RUN)  # fmt: skip
-"""The shell of every transcript-changing command; each adds the few more it takes."""
-
-
-def _command(
-    name: str, examples: tuple[str, ...], shared: tuple[str, ...] = ()
-) -> Callable[..., Any]:
-    """Register ``f`` as the command ``name``, with the :class:`Shell` fields ``shared``.
-
-    ``f`` declares its own options and, when ``shared`` is not empty, a last parameter
-    ``sh: Shell``. The command ends quietly with 141 when the reader closes stdout (``|
-    head``), and a :class:`~compactctl.errors.UsageError` from resolving options or from
-    the run's checks becomes ``compactctl: error: ...`` and exit code 2.
-    """
-    hints = typing.get_type_hints(Shell, include_extras=True)
-    fields = [f for f in dataclasses.fields(Shell) if f.name in shared]
-    extra = [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
-                          annotation=hints[f.name])
-        for f in fields
-    ]  # fmt: skip
-
-    def register(f: Callable[..., None]) -> Callable[..., None]:
-        own = [p for p in inspect.signature(f).parameters.values() if p.name != "sh"]
-
-        @functools.wraps(f)
-        def run(**kwargs: Any) -> None:
-            if fields:
-                kwargs["sh"] = Shell(**{x.name: kwargs.pop(x.name) for x in fields})
-            try:
-                f(**kwargs)
-            except BrokenPipeError:
-                _quiet_stdout()
-                raise typer.Exit(EXIT_PIPE) from None
-            except UsageError as exc:
-                _fail_usage(str(exc))
-
-        run.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
-        app.command(name, epilog="Examples:\n\n" + "\n\n".join(f"  {e}" for e in examples))(run)
-        return run
-
-    return register
-
-
-def _err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
-
-
-def _fail_usage(message: str) -> None:
-    _err(f"compactctl: error: {message}")
-    raise typer.Exit(EXIT_USAGE)
-
-
-def _settings(config: str | None, command: str) -> Settings:
-    from compactctl.app.config import unknown_keys
-
-    try:
-        table, used = load_config(config)
-    except CompactError as exc:
-        _fail_usage(str(exc))
-        raise  # unreachable
-    for key in unknown_keys(table):
-        _err(
-            f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
-            "long option names with _, see --help)"
-        )
-    return Settings(table, command)
-
-
-def _transform(command: str, paths: list[str], worker: Callable[[str], dict[str, Any]],
-               s: Settings, sh: Shell, out: Any, **kwargs: Any) -> None:  # fmt: skip
-    """Run a transcript-changing command over PATHS, print its summary, exit with its code."""
-    from compactctl.app.report import SUMMARY_VERBS
-    from compactctl.app.runner import run_transform
-
-    report = run_transform(paths, worker, command=command, settings=s, out=out, jobs=sh.jobs,
-                           json_out=sh.json_out, quiet=sh.quiet, **kwargs)  # fmt: skip
-    verb = SUMMARY_VERBS[command]
-    _finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)
-
-
-def _finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
-    if not quiet and (report.processed + len(report.failures)) > 1:
-        _err(report.summary(verb, rest))
-    raise typer.Exit(report.return_code)
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -277,7 +71,7 @@ def main_callback(
     """Compact the session transcripts of LLM agents."""
 
 
-@_command(
+@command(
     "inspect",
     (
         "compactctl inspect session.jsonl",
@@ -290,7 +84,7 @@ def main_callback(
 def inspect_cmd(
     paths: Annotated[
         list[str] | None,
-        typer.Argument(metavar="PATHS...", help=_PATHS_HELP, show_default=False),
+        typer.Argument(metavar="PATHS...", help=PATHS_HELP, show_default=False),
     ] = None,
     json_out: JsonOpt = False,
     store: Annotated[
@@ -342,16 +136,16 @@ def inspect_cmd(
     from compactctl.app.options import resolve
     from compactctl.app.runner import run_effective, run_inspect
 
-    settings = _settings(sh.config, "inspect")
+    settings = settings_for(sh.config, "inspect")
     if store or db is not None:
         from compactctl.app.report import print_store_report
 
         raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
     if not paths:
-        _fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
+        fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
     assert paths is not None
     if tier is not None and tier not in {"L0", "L1", "L2"}:
-        _fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
+        fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
                  top=top, fmt=fmt, tier=tier)  # fmt: skip
     opts = resolve(InspectOptions, flags, settings)  # checked with --effective too
@@ -360,7 +154,7 @@ def inspect_cmd(
     worker = functools.partial(inspect_path, options=opts)
     report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
                          json_out=json_out, quiet=sh.quiet, verbose=sh.verbose)  # fmt: skip
-    _finish(report, "with findings", sh.quiet, rest="clean")
+    finish(report, "with findings", sh.quiet, rest="clean")
 
 
 def main() -> None:
@@ -375,21 +169,14 @@ def main() -> None:
     except CompactError as exc:
         if os.environ.get("COMPACTCTL_DEBUG"):
             raise
-        _err(f"compactctl: error: {exc}")
+        err(f"compactctl: error: {exc}")
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
         sys.exit(EXIT_PIPE)
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
-@_command(
+@command(
     "compact",
     (
         "compactctl compact --force session.jsonl",
@@ -524,7 +311,7 @@ def compact_cmd(
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE, REPLAY_MODULES
 
-    s = _settings(sh.config, "compact")
+    s = settings_for(sh.config, "compact")
     out = sh.output_options(s, paths, sh.tier)
     micro = resolve(
         MicroParams, {"keep_turns": keep_turns, "preserve": tuple(preserve or ()) or None}, s
@@ -540,11 +327,11 @@ def compact_cmd(
                  num_retries=num_retries, emit_events=events)  # fmt: skip
     opts = resolve(CompactOptions, flags, s)
     worker = functools.partial(compact_path, options=opts, out=out)
-    _transform("compact", paths, worker, s, sh, out,
+    transform("compact", paths, worker, s, sh, out,
                warm=(FORMATS_MODULE, *REPLAY_MODULES), warm_encoding=opts.encoding)  # fmt: skip
 
 
-@_command(
+@command(
     "rules",
     (
         "compactctl rules session.jsonl",
@@ -590,14 +377,14 @@ def rules_cmd(
         )
         raise typer.Exit(0)
     if not paths:
-        _fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
+        fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
     assert paths is not None
     from compactctl.app.jobs import rules_path
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE
     from compactctl.layers.options import RulesOptions
 
-    s = _settings(sh.config, "rules")
+    s = settings_for(sh.config, "rules")
     out = sh.output_options(s, paths, None)
     # the per-rule savings (by_rule) cost a pass per rule; only the report shows them
     flags = dict(only=tuple(only) if only else None, skip=tuple(skip or ()),
@@ -606,13 +393,13 @@ def rules_cmd(
     try:
         opts.chosen()
     except KeyError as exc:
-        _fail_usage(str(exc.args[0]) + " (see compactctl rules --list)")
+        fail_usage(str(exc.args[0]) + " (see compactctl rules --list)")
     enc = s.get("encoding", sh.encoding_flag, None, str)
     worker = functools.partial(rules_path, options=opts, out=out, encoding=enc)
-    _transform("rules", paths, worker, s, sh, out, warm=(FORMATS_MODULE,), warm_encoding=enc)
+    transform("rules", paths, worker, s, sh, out, warm=(FORMATS_MODULE,), warm_encoding=enc)
 
 
-@_command(
+@command(
     "dedup",
     (
         "compactctl dedup session.jsonl",
@@ -653,7 +440,7 @@ def dedup_cmd(
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE, REPLAY_MODULES
 
-    s = _settings(sh.config, "dedup")
+    s = settings_for(sh.config, "dedup")
     out = sh.output_options(s, paths, None)
     flags = {"threshold": threshold, "scope": scope, "min_chars": min_chars}
     opts = resolve(DedupOptions, flags, s)
@@ -662,10 +449,10 @@ def dedup_cmd(
     # not numpy, which similarity imports only above about 128 KB of candidate text:
     # only what every run needs is imported ahead (CPU spent anyway, just earlier)
     warm = (FORMATS_MODULE, *REPLAY_MODULES[:2], "compactctl.layers.similarity")
-    _transform("dedup", paths, worker, s, sh, out, warm=warm, warm_encoding=enc)
+    transform("dedup", paths, worker, s, sh, out, warm=warm, warm_encoding=enc)
 
 
-@_command(
+@command(
     "convert",
     (
         "compactctl convert ~/.claude/projects/-home-me-app/SESSION.jsonl -o session.jsonl",
@@ -711,18 +498,18 @@ def convert_cmd(
         print_list(json_out, rows, {"format": "name", "description": "description"})
         raise typer.Exit(0)
     if not paths:
-        _fail_usage("missing PATHS; see compactctl convert --help")
+        fail_usage("missing PATHS; see compactctl convert --help")
     assert paths is not None
     from compactctl.app.jobs import convert_path
     from compactctl.app.report import convert_line
 
-    s = _settings(sh.config, "convert")
+    s = settings_for(sh.config, "convert")
     to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
     several = len(discover(paths)[0]) > 1
     # --dry-run reports what the real run would do, so it refuses what that run refuses;
     # --check only asks whether any input is foreign (a CI gate) and needs no output
     if several and not (check or to_dir):
-        _fail_usage(
+        fail_usage(
             f"convert writes one transcript per output, and {output or 'stdout'} would "
             "receive several; give a folder (-o DIR/) to write one file per input"
         )
@@ -732,10 +519,10 @@ def convert_cmd(
     line = functools.partial(
         convert_line, dry_run=dry_run, check=check, gate=check and several and not to_dir
     )
-    _transform("convert", paths, functools.partial(convert_path, out=out), s, sh, out, line=line)
+    transform("convert", paths, functools.partial(convert_path, out=out), s, sh, out, line=line)
 
 
-@_command(
+@command(
     "tiers",
     (
         "compactctl compact --force s.jsonl && compactctl tiers s.jsonl",
@@ -765,8 +552,8 @@ def tiers_cmd(
     from compactctl.app.options import resolve
 
     if tier not in {"auto", "L0", "L1", "L2"}:
-        _fail_usage(f"--tier must be auto, L0, L1 or L2, not {tier!r}")
-    s = _settings(sh.config, "tiers")
+        fail_usage(f"--tier must be auto, L0, L1 or L2, not {tier!r}")
+    s = settings_for(sh.config, "tiers")
     out = sh.output_options(s, paths, None if tier == "auto" else tier)
     enc = s.get("encoding", sh.encoding, None, str)
     window = s.get("context_window", sh.context_window, None, int)
@@ -774,7 +561,7 @@ def tiers_cmd(
     worker = functools.partial(
         tiers_path, out=out, tier=opts.tier, encoding=enc, context_window=window, model=opts.model
     )
-    _transform("tiers", paths, worker, s, sh, out)
+    transform("tiers", paths, worker, s, sh, out)
 
 
 _AGAINST_HELP = (
@@ -790,7 +577,7 @@ _COMPARE_HELP = (
 _JUDGE_HELP = "A litellm model grades answers to probe questions 0-5 (8 calls per file)."
 
 
-@_command(
+@command(
     "eval",
     (
         "compactctl eval session.jsonl",
@@ -837,7 +624,7 @@ def eval_cmd(
     from compactctl.app.options import resolve
     from compactctl.evaluate.job import EvalOptions, check_gates, eval_path, run_eval
 
-    s = _settings(sh.config, "eval")
+    s = settings_for(sh.config, "eval")
     minimums = check_gates(min_retention, minimum or [])
     configs: tuple[Any, ...] = ()
     if compare:
@@ -857,5 +644,5 @@ def eval_cmd(
                       jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
                       verbose=sh.verbose)  # fmt: skip
     if min_retention is not None or minimum:
-        _finish(report, "below the minimum", sh.quiet, rest="passed")
+        finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)

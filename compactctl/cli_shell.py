@@ -1,0 +1,266 @@
+"""The shell every command shares, declared once: the Typer app, the shared options (the
+fields of :class:`Shell`), the command decorator (:func:`command`), and how a run ends
+(messages on stderr, the exit code).
+
+A command in :mod:`compactctl.cli` names the :class:`Shell` fields it takes; defaults live
+in the options dataclasses (:mod:`compactctl.layers.options`), which ``--help`` quotes;
+values are resolved flag > environment > config file > default by
+:func:`compactctl.app.options.resolve`. stdout carries data only.
+"""
+
+import dataclasses
+import functools
+import inspect
+import os
+import sys
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from compactctl.app.config import Settings, load_config
+from compactctl.app.report import Report
+from compactctl.errors import EXIT_USAGE, CompactError, UsageError
+from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
+
+EXIT_PIPE = 141
+"""Exit code when stdout was closed by the reader (128 + SIGPIPE), as ``cat | head`` gives."""
+
+
+app = typer.Typer(
+    name="compactctl",
+    help=(
+        "Compact the session transcripts of LLM agents (JSONL).\n\n"
+        "Appends CompactEvent and SummaryEvent records in place; replaying the log gives the "
+        "reduced context an agent sends to its model. Bytes already in a file are never "
+        "changed.\n\n"
+        "Exit codes: 0 done or nothing to do; 1 --check found work; 2 usage or config error; "
+        "3 some input could not be processed; 75 a transcript was locked too long (retry)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+PATHS_HELP = "Transcript files, folders (searched for *.jsonl, *.jsonl.gz), or - for stdin."
+
+
+Paths = Annotated[
+    list[str], typer.Argument(metavar="PATHS...", help=PATHS_HELP, show_default=False)
+]
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print a machine report (JSON).")]
+
+
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="Input format (default: detected): canonical, claude-code, claude-stream, "
+        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
+    ),
+]
+
+
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Report what would happen; write nothing.")
+]
+
+
+WindowOpt = Annotated[
+    int | None,
+    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shell:
+    """The options several commands share, each declared once: a field is an option (its
+    ``Annotated`` type is the Typer declaration) and its default is the option's.
+
+    A command registered by :func:`command` takes the fields it names, in this order, after
+    its own options, and receives them as one ``Shell`` (the others keep their defaults).
+    """
+
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the result here (a file, or - for stdout) instead of appending in "
+            "place. Needed for foreign formats.",
+        ),
+    ] = None
+    materialize: Annotated[
+        bool,
+        typer.Option(
+            "--materialize", help="Write the effective context (the reduced transcript) instead."
+        ),
+    ] = False
+    as_format: Annotated[
+        str,
+        typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions)."),
+    ] = "canonical"
+    tier: Annotated[
+        str | None, typer.Option("--tier", help="With --materialize: summary tier L0/L1/L2.")
+    ] = None
+    fmt: FormatOpt = None
+    encoding: Annotated[
+        str | None, typer.Option("--encoding", help="tiktoken encoding (default: by the model).")
+    ] = None
+    estimate: Annotated[
+        bool, typer.Option("--estimate", help="Count tokens with the chars-based estimate.")
+    ] = False
+    context_window: WindowOpt = None
+    dry_run: DryRunOpt = False
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 if any input would change.")
+    ] = False
+    json_out: JsonOpt = False
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="SQLite store (default: $COMPACTCTL_DB or the XDG state dir)."),
+    ] = None
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not use the SQLite store.")] = (
+        False
+    )
+    lock_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--lock-timeout",
+            help=f"Seconds to wait for a transcript's lock (default {DEFAULT_LOCK_TIMEOUT:g}).",
+        ),
+    ] = None
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config", help="TOML config file (default: ~/.config/compactctl/config.toml)."
+        ),
+    ] = None
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", help="Files processed in parallel (default: number of cores)."
+        ),
+    ] = None
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
+
+    @property
+    def encoding_flag(self) -> str | None:
+        """``--estimate`` as the encoding ``"estimate"``, else ``--encoding``."""
+        return "estimate" if self.estimate else self.encoding
+
+    def output_options(self, s: Settings, paths: list[str], tier: str | None) -> Any:
+        """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's),
+        checked against PATHS (:func:`compactctl.app.options.output_options`)."""
+        from compactctl.app.options import output_options
+
+        flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
+                     dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
+                     tier=tier, fmt=self.fmt, db="" if self.no_store else self.db)  # fmt: skip
+        return output_options(s, paths, flags)
+
+
+RUN = ("config", "jobs", "quiet", "verbose")
+"""The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
+
+
+TRANSFORM = ("output", "materialize", "as_format", "fmt", "encoding", "dry_run", "check",
+             "json_out", "db", "no_store", "lock_timeout", *RUN)  # fmt: skip
+"""The shell of every transcript-changing command; each adds the few more it takes."""
+
+
+def command(
+    name: str, examples: tuple[str, ...], shared: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """Register ``f`` as the command ``name``, with the :class:`Shell` fields ``shared``.
+
+    ``f`` declares its own options and, when ``shared`` is not empty, a last parameter
+    ``sh: Shell``. The command ends quietly with 141 when the reader closes stdout (``|
+    head``), and a :class:`~compactctl.errors.UsageError` from resolving options or from
+    the run's checks becomes ``compactctl: error: ...`` and exit code 2.
+    """
+    hints = typing.get_type_hints(Shell, include_extras=True)
+    fields = [f for f in dataclasses.fields(Shell) if f.name in shared]
+    extra = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                          annotation=hints[f.name])
+        for f in fields
+    ]  # fmt: skip
+
+    def register(f: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(f).parameters.values() if p.name != "sh"]
+
+        @functools.wraps(f)
+        def run(**kwargs: Any) -> None:
+            if fields:
+                kwargs["sh"] = Shell(**{x.name: kwargs.pop(x.name) for x in fields})
+            try:
+                f(**kwargs)
+            except BrokenPipeError:
+                quiet_stdout()
+                raise typer.Exit(EXIT_PIPE) from None
+            except UsageError as exc:
+                fail_usage(str(exc))
+
+        run.__signature__ = inspect.Signature([*own, *extra])  # type: ignore[attr-defined]
+        app.command(name, epilog="Examples:\n\n" + "\n\n".join(f"  {e}" for e in examples))(run)
+        return run
+
+    return register
+
+
+def err(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+def fail_usage(message: str) -> None:
+    err(f"compactctl: error: {message}")
+    raise typer.Exit(EXIT_USAGE)
+
+
+def settings_for(config: str | None, command: str) -> Settings:
+    from compactctl.app.config import unknown_keys
+
+    try:
+        table, used = load_config(config)
+    except CompactError as exc:
+        fail_usage(str(exc))
+        raise  # unreachable
+    for key in unknown_keys(table):
+        err(
+            f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
+            "long option names with _, see --help)"
+        )
+    return Settings(table, command)
+
+
+def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, Any]],
+               s: Settings, sh: Shell, out: Any, **kwargs: Any) -> None:  # fmt: skip
+    """Run a transcript-changing command over PATHS, print its summary, exit with its code."""
+    from compactctl.app.report import SUMMARY_VERBS
+    from compactctl.app.runner import run_transform
+
+    report = run_transform(paths, worker, command=command, settings=s, out=out, jobs=sh.jobs,
+                           json_out=sh.json_out, quiet=sh.quiet, **kwargs)  # fmt: skip
+    verb = SUMMARY_VERBS[command]
+    finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)
+
+
+def finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
+    if not quiet and (report.processed + len(report.failures)) > 1:
+        err(report.summary(verb, rest))
+    raise typer.Exit(report.return_code)
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
