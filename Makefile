@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 DEMO    := .demo
 
-.PHONY: install demo test lint typecheck bench stress clean
+.PHONY: install demo test lint typecheck bench stress clean agents record-agents
 
 install: $(STAMP)
 
@@ -31,8 +31,21 @@ typecheck: install
 bench: install
 	$(BIN)/python bench/run.py
 
+# 1,000 crash trials, 1,000 live-writer trials (a slow agent writing its lines in pieces while
+# rules runs: no agent line may be split) and a real 30 s pause mid-line (issue 14).
 stress: install
-	COMPACTCTL_CRASH_TRIALS=1000 $(BIN)/python -m pytest tests/test_crash.py -q -s
+	COMPACTCTL_CRASH_TRIALS=1000 $(BIN)/python -m pytest tests/system/test_crash.py -q -s
+	COMPACTCTL_LIVE_TRIALS=1000 COMPACTCTL_STRESS=1 $(BIN)/python -m pytest tests/system/test_live_writer.py -q -s
+
+# The real agents (issue 17): the pinned npm versions of scripts/agents/record.py VERSIONS,
+# installed OUTSIDE the repository (about 760 MB) in $COMPACTCTL_AGENTS_CACHE
+# (default ~/.cache/compactctl-agents); tests/system/agents drives them when they are there.
+agents: install
+	$(BIN)/python scripts/agents/record.py --install
+
+# Re-record fixtures/real/ with the installed agents against the scripted model servers.
+record-agents: agents
+	$(BIN)/python scripts/agents/record.py --out fixtures/real
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache

@@ -16,6 +16,9 @@ MB (default 200) under ``bench/corpus/``, then measures, on the same files:
   ``rules - | dedup - | compact --micro-only -`` from stdin to stdout, file by file;
 - ``compactctl --help`` startup (median of 10) against ``python -c pass``, and whether
   ``--help``, ``inspect``, ``rules``, ``dedup`` and ``compact --micro-only`` import litellm;
+- redaction (:func:`compactctl.summarize.redact.redact`) of every message text of the corpus
+  (content and tool call arguments, as a summary request holds them), in MB/s of text
+  (target: 50 MB/s or more), compared with orjson ``loads`` of the files;
 - dedup of 20k and 100k texts (:mod:`bench.gen_dups`): ``find_duplicates`` directly and the
   ``dedup`` command on a session holding them, with recall against exact Jaccard;
 - many files: ``--jobs 2`` over 100 and over 1,000 small sessions, peak RSS of the parent and
@@ -27,7 +30,8 @@ absolute times, are what to compare across machines: the baselines run in the sa
 Environment: ``BENCH_MB`` (corpus size, default 200), ``BENCH_SEED`` (default 1),
 ``BENCH_DEDUP_N`` (comma-separated sizes, default ``20000,100000``), ``BENCH_MANY``
 (the large file count, default 1000), ``BENCH_SKIP`` (comma-separated section names to skip:
-``baselines``, ``inspect``, ``eval``, ``layers``, ``chain``, ``startup``, ``dedup``, ``many``).
+``baselines``, ``inspect``, ``eval``, ``layers``, ``chain``, ``startup``, ``redact``, ``dedup``,
+``many``).
 """
 
 from __future__ import annotations
@@ -391,6 +395,16 @@ def _distinct_texts(path: Path) -> list[str]:
     return list(texts)
 
 
+def message_texts(path: Path) -> list[str]:
+    """The text of every message of ``path`` (content and tool calls, as
+    :func:`compactctl.tokens.message_payload` joins them), duplicates kept."""
+    from compactctl.tokens import message_payload
+
+    with open(path, "rb") as fh:
+        records = [orjson.loads(line) for line in fh]
+    return [message_payload(d) for d in records if d.get("type") == "message"]
+
+
 def _encoders(names: set[str]) -> dict[str, Any]:
     import tiktoken
 
@@ -689,6 +703,22 @@ class Bench:
             fresh=True,
             note="extractive summary; " + two,
         )
+
+    def redaction(self) -> None:
+        """:func:`~compactctl.summarize.redact.redact` over every message text of the corpus
+        (:func:`message_texts`; reading them is not timed), in this process, best of 3."""
+        from compactctl.summarize.redact import redact
+
+        texts = [t for f in self.files for t in message_texts(f)]
+        mb = sum(len(t.encode()) for t in texts) / MB
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            changed = sum(redact(t) is not t for t in texts)
+            best = min(best, time.perf_counter() - t0)
+        note = f"{len(texts)} message texts, {changed} redacted; best of 3"
+        row = self.add(Row("redact", best, mb, baseline="orjson loads", note=note))
+        row.extra["textsRedacted"] = changed
 
     def chain(self) -> None:
         """The pipe ``rules - | dedup - | compact --micro-only -``, one session file at a time,
@@ -1174,6 +1204,9 @@ def mark_targets(bench: Bench) -> None:
         r = rows.get(name)
         if r is not None and r.ratio is not None:
             r.target = f"bound on any such chain: x{r.ratio:.3f}"
+    r = rows.get("redact")
+    if r is not None and r.mbps:
+        mark(r.name, ">=50 MB/s", r.mbps >= 50)
     r = rows.get("compactctl --help")
     if r is not None:
         none = not any(r.extra.get("litellm", {}).values())
@@ -1227,6 +1260,8 @@ def main() -> int:
             bench.pipeline()
         if "startup" not in skip:
             bench.startup()
+        if "redact" not in skip:
+            bench.redaction()
         if "dedup" not in skip:
             dedup_scale(bench, dedup_sizes, seed)
         many_doc = many_files(bench, many, seed) if "many" not in skip else {}

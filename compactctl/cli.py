@@ -559,7 +559,13 @@ def tiers_cmd(
     window = s.get("context_window", sh.context_window, None, int)
     opts = resolve(TiersOptions, {"tier": tier, "model": model}, s)
     worker = functools.partial(
-        tiers_path, out=out, tier=opts.tier, encoding=enc, context_window=window, model=opts.model
+        tiers_path,
+        out=out,
+        tier=opts.tier,
+        encoding=enc,
+        context_window=window,
+        model=opts.model,
+        redact=opts.redact,
     )
     transform("tiers", paths, worker, s, sh, out)
 

@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import typing
+import warnings
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -21,7 +22,8 @@ import typer
 
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
-from compactctl.errors import EXIT_USAGE, CompactError, UsageError
+from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, UsageError
+from compactctl.io.files import TORN_WAIT
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 
 EXIT_PIPE = 141
@@ -136,6 +138,15 @@ class Shell:
             help=f"Seconds to wait for a transcript's lock (default {DEFAULT_LOCK_TIMEOUT:g}).",
         ),
     ] = None
+    torn_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--torn-wait",
+            help="Seconds a last line without a newline must be unchanged before it counts "
+            f"as torn by a crashed writer (default {TORN_WAIT:g}; 0: now). Younger, it may be "
+            "an agent's line still being written: waited for, up to --lock-timeout.",
+        ),
+    ] = None
     config: Annotated[
         str | None,
         typer.Option(
@@ -163,7 +174,8 @@ class Shell:
 
         flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
                      dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
-                     tier=tier, fmt=self.fmt, db="" if self.no_store else self.db)  # fmt: skip
+                     torn_wait=self.torn_wait, tier=tier, fmt=self.fmt,
+                     db="" if self.no_store else self.db)  # fmt: skip
         return output_options(s, paths, flags)
 
 
@@ -172,7 +184,7 @@ RUN = ("config", "jobs", "quiet", "verbose")
 
 
 TRANSFORM = ("output", "materialize", "as_format", "fmt", "encoding", "dry_run", "check",
-             "json_out", "db", "no_store", "lock_timeout", *RUN)  # fmt: skip
+             "json_out", "db", "no_store", "lock_timeout", "torn_wait", *RUN)  # fmt: skip
 """The shell of every transcript-changing command; each adds the few more it takes."""
 
 
@@ -184,7 +196,9 @@ def command(
     ``f`` declares its own options and, when ``shared`` is not empty, a last parameter
     ``sh: Shell``. The command ends quietly with 141 when the reader closes stdout (``|
     head``), and a :class:`~compactctl.errors.UsageError` from resolving options or from
-    the run's checks becomes ``compactctl: error: ...`` and exit code 2.
+    the run's checks becomes ``compactctl: error: ...`` and exit code 2. A
+    :class:`~compactctl.errors.CompactWarning` raised while it runs is printed once as
+    ``compactctl: warning: ...`` (in ``--jobs`` workers too, which inherit the hook).
     """
     hints = typing.get_type_hints(Shell, include_extras=True)
     fields = [f for f in dataclasses.fields(Shell) if f.name in shared]
@@ -202,7 +216,10 @@ def command(
             if fields:
                 kwargs["sh"] = Shell(**{x.name: kwargs.pop(x.name) for x in fields})
             try:
-                f(**kwargs)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("default", CompactWarning)
+                    warnings.showwarning = show_warning
+                    f(**kwargs)
             except BrokenPipeError:
                 quiet_stdout()
                 raise typer.Exit(EXIT_PIPE) from None
@@ -218,6 +235,25 @@ def command(
 
 def err(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
+
+
+_show_default = warnings.showwarning
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
+    ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
+    if issubclass(category, CompactWarning):
+        err(f"compactctl: warning: {message}")
+    else:
+        _show_default(message, category, filename, lineno, file, line)
 
 
 def fail_usage(message: str) -> None:

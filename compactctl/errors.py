@@ -5,8 +5,11 @@ on stderr and an exit code (docs/style.md habit 8). Each class carries the exit 
 
 Exit codes (docs/design.md section 4): 0 done or nothing to do, 1 ``--check`` found work,
 2 usage or config error, 3 some input could not be processed, 75 a lock could not be taken
-in time (``EX_TEMPFAIL`` from BSD ``sysexits.h``: the run may simply be retried, as cron
-wrappers and ``sendmail`` do).
+in time, or a transcript changed under compactctl (``EX_TEMPFAIL`` from BSD ``sysexits.h``:
+the run may simply be retried, as cron wrappers and ``sendmail`` do).
+
+:class:`CompactWarning` is the category of the notes the library gives with ``warnings.warn``
+(each said once per process); the CLI prints them as ``compactctl: warning: ...``.
 """
 
 from __future__ import annotations
@@ -74,3 +77,44 @@ class SummarizerError(CompactError):
     """A summarizer failed or answered something invalid; nothing was appended (exit 3)."""
 
     exit_code = EXIT_INPUT
+
+
+class FileChanged(CompactError):
+    """The transcript is not the file that was read (exit code 75): between the read and the
+    append it was rotated, rewritten, truncated or moved, or it was moved or deleted during
+    the append.
+
+    Attributes:
+        replan: nothing was written, and planning again on the file's new content is
+            meaningful (a job does that once, :mod:`compactctl.app.jobs`); ``False`` when
+            the events were already written, or the file is gone.
+    """
+
+    exit_code = EXIT_LOCKED
+
+    def __init__(self, message: str, *, path: str | None = None, replan: bool = True):
+        super().__init__(message, path=path)
+        self.replan = replan
+
+
+class StoreNotUpdated(CompactError):
+    """The transcript was written but the store was not: the message says ``appended N bytes
+    to FILE; store not updated: REASON``.
+
+    The exit code is the store error's: 75 when the database stayed locked (a retry
+    records the run), 3 when it could not be written (someone must look at it). Either way
+    the transcript change is done, a re-run appends nothing more, and the next run that
+    opens the store records the missing rows from the transcript
+    (:meth:`compactctl.app.store.Store.reconcile`).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, exit_code: int = EXIT_INPUT):
+        super().__init__(message, path=path)
+        self.exit_code = exit_code
+
+
+class CompactWarning(UserWarning):
+    """A note for the user that is not an error (a value replaced so a line stays valid
+    JSON, a damaged database moved aside, a store reconciled). Raised through
+    ``warnings.warn``: said once per process and message; the CLI prints it on stderr as
+    ``compactctl: warning: MESSAGE``."""

@@ -336,39 +336,98 @@ def message_text(content: Any) -> str:
     return ""
 
 
-def dumps(value: Any) -> bytes:
-    """Serialize to compact JSON bytes: orjson, or the stdlib where orjson refuses.
+SURROGATE_NOTE = (
+    "the input holds lone surrogate escapes (\\ud800-\\udfff, half a character), which "
+    "strict JSON parsers (orjson, jq) reject; the lines compactctl writes carry U+FFFD "
+    "(the replacement character) instead"
+)
+"""The warning :func:`dumps` gives (once per process) when it replaces a lone surrogate."""
 
-    orjson rejects lone surrogates and integers beyond 64 bits; the stdlib writes them as
-    ``\\udXXX`` escapes and exact integers, which is valid JSON that reads back the same.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD,
+    and the number of strings changed. Lists and dicts are copied where they change.
+
+    A lone surrogate comes from a ``\\udXXX`` escape in the input that is not half of a
+    pair: legal JSON text, read by the stdlib, but not a character, so no valid UTF-8 and
+    refused by strict parsers (RFC 8259 section 8.2 leaves such strings' behaviour open).
+
+    >>> without_surrogates({"a": ["x\\ud800y", 1]})
+    ({'a': ['x\ufffdy', 1]}, 1)
+    """
+    if isinstance(value, str):
+        fixed, n = _SURROGATE.subn("\ufffd", value)
+        return fixed, int(n > 0)
+    if isinstance(value, list):
+        items = [without_surrogates(v) for v in value]
+        count = sum(n for _, n in items)
+        return ([v for v, _ in items] if count else value), count
+    if isinstance(value, dict):
+        count = 0
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            k2, nk = without_surrogates(k)
+            v2, nv = without_surrogates(v)
+            out[k2] = v2
+            count += nk + nv
+        return (out if count else value), count
+    return value, 0
+
+
+def dumps(value: Any) -> bytes:
+    """Serialize to compact JSON bytes that strict parsers accept: orjson, or the stdlib
+    where orjson refuses.
+
+    orjson rejects lone surrogates and integers beyond 64 bits. A lone surrogate (from a
+    ``\\udXXX`` escape in the input) is replaced by U+FFFD (:func:`without_surrogates`),
+    with a :class:`~compactctl.errors.CompactWarning` (:data:`SURROGATE_NOTE`), so no line
+    compactctl writes holds one; an integer beyond 64 bits is written exactly by the
+    stdlib (non-ASCII then as ``\\uXXXX`` escapes).
 
     Raises:
         InputError: a value nested deeper than both serializers allow.
 
-    >>> dumps({"a": "\\ud800", "n": 2**70})
-    b'{"a":"\\\\ud800","n":1180591620717411303424}'
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     dumps({"a": "\\ud800", "n": 2**70})
+    b'{"a":"\\\\ufffd","n":1180591620717411303424}'
     """
     try:
         return orjson.dumps(value)
     except TypeError:
-        import json
-        import sys
+        pass
+    import json
+    import sys
 
-        # orjson writes 255 levels and reads 1024; the stdlib needs a little headroom for
-        # what orjson read, so the recursion limit is raised for this call only.
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 5000))
-        try:
-            return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
-        except RecursionError:
-            from compactctl.errors import InputError
+    # orjson writes 255 levels and reads 1024; the stdlib needs a little headroom for what
+    # orjson read, so the recursion limit is raised for this call only.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5000))
+    try:
+        value, replaced = without_surrogates(value)
+        if replaced:
+            import warnings
 
-            raise InputError(
-                "a changed message holds a value nested too deeply to write as JSON "
-                "(more levels than Python's recursion limit); its original line is kept"
-            ) from None
-        finally:
-            sys.setrecursionlimit(limit)
+            from compactctl.errors import CompactWarning
+
+            warnings.warn(CompactWarning(SURROGATE_NOTE), stacklevel=2)
+            try:
+                return orjson.dumps(value)
+            except TypeError:
+                pass  # also an integer beyond 64 bits, or deeper than orjson writes
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+    except RecursionError:
+        from compactctl.errors import InputError
+
+        raise InputError(
+            "a changed message holds a value nested too deeply to write as JSON "
+            "(more levels than Python's recursion limit); its original line is kept"
+        ) from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 _LONG_DIGITS = re.compile(rb"\d{20}|-\d{19}")

@@ -7,7 +7,8 @@ applies each CompactEvent and SummaryEvent in file order:
   the summary text, or the selected tier; ``summaryOf``: the SummaryEvent's uuid) in place of
   the first of them. An earlier summary named in ``replaces`` is removed too, so only the
   newest summary of a chain survives. If ``replaces`` covers part of a tool block, the whole
-  block is replaced: replay never splits a tool block.
+  block is replaced: replay never splits a tool block. A tool result that arrives later in
+  the file for a call a summary removed is dropped: it is never orphaned (issue 15, point 14).
 - a CompactEvent is applied by the reducer registered for its ``mode`` (micro, rules, dedup
   register themselves; see :func:`reducer`). Reducers change message content, or drop an
   assistant message without tool calls; they never drop a tool block member.
@@ -194,11 +195,23 @@ def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
     [('user', 'S')]
     """
     view: View = []
+    summarized_calls: set[str] = set()  # calls a summary removed: a late result is dropped
     for event in events:
         if isinstance(event, Message):
+            if summarized_calls and event.role == "tool" and event.tool_call_id in summarized_calls:
+                continue
             view.append(event)
         elif isinstance(event, SummaryEvent):
-            view = _apply_summary(view, event, tier)
+            after = _apply_summary(view, event, tier)
+            kept = {id(m) for m in after}
+            summarized_calls.update(
+                c["id"]
+                for m in view
+                if id(m) not in kept
+                for c in m.tool_calls
+                if isinstance(c.get("id"), str)
+            )
+            view = after
         elif isinstance(event, CompactEvent):
             fn = _reducer_for(event.mode)
             if fn is not None:

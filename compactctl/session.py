@@ -279,12 +279,19 @@ class Session:
         self, events: Sequence[Event], *, lock_timeout: float, torn_wait: float
     ) -> AppendResult:
         """Append new events to the transcript (:func:`compactctl.io.files.append_events`:
-        under the lock, skipping events already there, one write, fsync).
+        under the lock, only if the file is still the one read (:attr:`identity`), skipping
+        events already there, never into a line still being written, one write, fsync).
 
         Raises:
-            LockTimeout, WriteError, UsageError: as ``append_events``.
+            LockTimeout, FileChanged, WriteError, UsageError: as ``append_events``.
         """
-        return append_events(self.path, events, lock_timeout=lock_timeout, torn_wait=torn_wait)
+        return append_events(
+            self.path,
+            events,
+            lock_timeout=lock_timeout,
+            torn_wait=torn_wait,
+            identity=self.identity,
+        )
 
 
 def _preload(first: bytes, encoding: str | None, size: int) -> None:

@@ -3,7 +3,9 @@
 - Exact counts use tiktoken's ``encode_ordinary`` (plain ``encode`` raises on text that
   contains special tokens such as ``<|endoftext|>``, which transcripts of agents that read
   tokenizer code do contain). Repeated content is counted once: counts are cached by a hash
-  of the text.
+  of the text. A long text is encoded in pieces of about :data:`CHUNK_CHARS` cut where the
+  encodings' pre-tokenizer always splits (:func:`cut_points`), so the count is the same and
+  memory stays bounded; past :data:`EXACT_MAX_CHARS` the rest of a text is extrapolated.
 - tiktoken downloads its encodings on first use; offline, :func:`ensure_offline_encodings`
   points ``TIKTOKEN_CACHE_DIR`` at the copies litellm ships, found with
   ``importlib.util.find_spec`` so litellm itself is never imported. A value the user set wins.
@@ -22,6 +24,7 @@ import importlib.util
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,9 +34,13 @@ import orjson
 from compactctl.text import CJK_LETTERS
 
 __all__ = [
+    "CHUNK_CHARS",
+    "EXACT_MAX_CHARS",
     "MESSAGE_OVERHEAD",
     "TokenCounter",
     "context_window_for",
+    "cut_points",
+    "is_cut",
     "encoding_for_model",
     "ensure_offline_encodings",
     "estimate_tokens",
@@ -44,6 +51,31 @@ __all__ = [
 MESSAGE_OVERHEAD = 3
 """Tokens added per message for role and separators (OpenAI cookbook, "How to count tokens
 with tiktoken": ``tokens_per_message = 3`` for gpt-3.5-turbo-0613 and later)."""
+
+CHUNK_CHARS = 1 << 20
+"""Characters (1 Mi) encoded per tiktoken call when counting a long text.
+
+tiktoken returns the tokens of a text as a Python list (with an ``int`` object per token
+past 256): 100 MB of text in one call peaked at 1.5-5.2 GB (issue 14). In pieces of this
+size one call holds about 250k tokens (a few MB), whatever the text's length."""
+
+EXACT_MAX_CHARS = 8 << 20
+"""Characters (8 Mi) of one text counted exactly; past them the rest is extrapolated.
+
+tiktoken encodes about 5 MB/s of prose or logs per core here, so counting 100 MB exactly
+takes about 20 s, 40 times the ``--estimate`` run; capped, exact counts stay within 10 times
+of it. Eight Mi characters are already 2M tokens or more (4 characters a token in English,
+about 1 in CJK), more than any model's context window, so a text this long overflows any
+window whatever the rest counts: the rest is counted as its :func:`estimate_tokens`, scaled
+by the exact/estimate ratio of the exact part, and a :class:`~compactctl.errors.CompactWarning`
+says so (once)."""
+
+EXTRAPOLATED_NOTE = (
+    f"a text longer than {EXACT_MAX_CHARS:,} characters: its first {EXACT_MAX_CHARS:,} are "
+    "counted exactly, the rest is extrapolated from them (such a text alone exceeds any "
+    "model's context window)"
+)
+"""The warning of a count past :data:`EXACT_MAX_CHARS`."""
 
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 _CJK = re.compile(f"[{CJK_LETTERS}]")
@@ -290,8 +322,99 @@ class TokenCounter:
         return [cache.get(t, 0) for t in texts]
 
 
+def cut_points(text: str, size: int = CHUNK_CHARS) -> list[int]:
+    """Offsets where ``text`` is cut into pieces of at most ``size`` characters (about),
+    each at a place where the pre-tokenizer of cl100k_base and o200k_base always ends a
+    piece, so the tokens of the pieces are the tokens of the whole text.
+
+    The regex of both encodings (tiktoken's ``tiktoken_ext/openai_public.py``) puts a space
+    inside a piece only at its start or in a run of whitespace; a letter only in a run of
+    letters (and marks), with at most one non-letter, non-digit, non-newline before it; a
+    digit only in a run of up to 3 digits; it looks ahead (``\\s+(?!\\S)``), never
+    behind. So a piece always ends, and the matching after it depends only on the text
+    after it, just before (:func:`is_cut`)
+
+    1. a space U+0020 after a character that is not whitespace;
+    2. an ASCII letter or digit after a ``\\n``;
+    3. an ASCII digit after a character that is neither a digit (``isnumeric``) nor
+       whitespace (a run of whitespace before it ends differently where the text ends);
+    4. an ASCII letter after an ASCII digit;
+    5. a punctuation or symbol character (not ``'``, which o200k_base's letter pieces take
+       in ``'s``, ``'ll``, ...) after a letter or digit (``isalnum``).
+
+    The last cut found in the second half of a window of ``size`` is taken (spaces first,
+    then newlines, then the others in its last 64 Ki characters); a window with none (one
+    run of letters, such as CJK without punctuation, 0.5 Mi characters or more) is cut at
+    ``size``, which can change the count by a token or two at that cut. Tested against
+    whole-text counts in tests/system/test_huge_text.py.
+
+    >>> text = "abc def\\nghi jkl"
+    >>> cut_points(text, 6), cut_points(text, 100)
+    ([3, 8, 11], [])
+    """
+    cuts: list[int] = []
+    start, n = 0, len(text)
+    while n - start > size:
+        cut = _last_cut(text, start + size // 2, start + size)
+        cuts.append(cut)
+        start = cut
+    return cuts
+
+
+def is_cut(text: str, k: int) -> bool:
+    """Whether offset ``k`` of ``text`` is a cut of :func:`cut_points` (rules 1-5 there).
+
+    >>> [k for k in range(1, 8) if is_cut("ab,12 cd", k)]
+    [2, 3, 5]
+    """
+    c, prev = text[k], text[k - 1]
+    if c == " ":
+        return not prev.isspace()
+    if prev == "\n":
+        return c.isascii() and c.isalnum()
+    if c in _DIGITS:
+        return not (prev.isnumeric() or prev.isspace())
+    if c.isascii() and c.isalpha():
+        return prev in _DIGITS
+    if c == "'" or c.isalnum() or c.isspace():
+        return False
+    return unicodedata.category(c)[0] in "PS" and prev.isalnum()
+
+
+_DIGITS = frozenset("0123456789")
+_CANDIDATE = re.compile("[0-9A-Za-z]|[^\\w\\s']")
+"""Characters where a cut of rules 3-5 may begin (checked by :func:`is_cut`)."""
+
+
+def _last_cut(text: str, lo: int, hi: int) -> int:
+    """The last cut of :func:`cut_points` in ``[lo, hi]``, else ``hi``."""
+    k = text.rfind(" ", lo, hi + 1)
+    while k >= lo:
+        if not text[k - 1].isspace():
+            return k
+        k = text.rfind(" ", lo, k)
+    k = text.rfind("\n", lo, hi)
+    while k >= lo:
+        if is_cut(text, k + 1):
+            return k + 1
+        k = text.rfind("\n", lo, k)
+    floor = max(lo, hi - (1 << 16))
+    end = hi + 1
+    while end > floor:
+        begin = max(floor, end - 4096)
+        for m in reversed(list(_CANDIDATE.finditer(text, begin, end))):
+            if m.start() >= max(lo, 1) and is_cut(text, m.start()):
+                return m.start()
+        end = begin
+    return hi
+
+
 def _encoded_len(enc: Any, text: str) -> int:
     """Tokens of ``text`` by ``enc.encode_ordinary``, leaving no UTF-8 copy of it behind.
+
+    A text longer than :data:`CHUNK_CHARS` is counted piece by piece
+    (:func:`cut_points`; the same count, memory bounded by a piece), its first
+    :data:`EXACT_MAX_CHARS` exactly and the rest extrapolated (see there).
 
     tiktoken reads a ``str`` through CPython's UTF-8 cache of the string, which then lives
     as long as the string does (here the session's own texts: measured +20.5 MB of RSS
@@ -301,6 +424,8 @@ def _encoded_len(enc: Any, text: str) -> int:
     its own UTF-8 and is passed as is. Lone surrogates (legal in JSON escapes, not
     encodable) count as ``?``.
     """
+    if len(text) > CHUNK_CHARS:
+        return _long_len(enc, text)
     if text.isascii():
         return len(enc.encode_ordinary(text))
     data = text.encode("utf-8", "replace")
@@ -308,6 +433,28 @@ def _encoded_len(enc: Any, text: str) -> int:
     if encode_bytes is None:  # pragma: no cover - a tiktoken without it
         return len(enc.encode_ordinary(data.decode("utf-8")))
     return len(encode_bytes(data))
+
+
+def _long_len(enc: Any, text: str) -> int:
+    """:func:`_encoded_len` of a text longer than :data:`CHUNK_CHARS`, piece by piece."""
+    exact = text
+    if len(text) > EXACT_MAX_CHARS:
+        cut = _last_cut(text, EXACT_MAX_CHARS // 2, EXACT_MAX_CHARS)
+        exact = text[:cut]
+    total, start = 0, 0
+    for cut in [*cut_points(exact), len(exact)]:
+        total += _encoded_len(enc, exact[start:cut])
+        start = cut
+    if len(exact) == len(text):
+        return total
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    warnings.warn(CompactWarning(EXTRAPOLATED_NOTE), stacklevel=4)
+    rest = text[len(exact) :]
+    ratio = total / max(1, estimate_tokens(exact))
+    return total + round(estimate_tokens(rest) * ratio)
 
 
 def message_payload(data: Mapping[str, Any]) -> str:

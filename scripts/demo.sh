@@ -8,6 +8,10 @@ rm -rf "$DEMO" && mkdir -p "$DEMO"
 cp fixtures/samples/messy-s2.canonical.jsonl "$DEMO/session.jsonl"
 cp fixtures/samples/small-s1.canonical.jsonl "$DEMO/small.jsonl"
 cp fixtures/samples/small-s1.claude-code.jsonl "$DEMO/claude-session.jsonl"
+# session.jsonl ends in a line its (crashed) writer never finished. A last line without a
+# newline counts as torn only once the file has been quiet for --torn-wait (300 s): before
+# that compactctl waits for the writer, as it must for a live agent. Date the copy an hour back.
+touch -d '1 hour ago' "$DEMO/session.jsonl"
 export COMPACTCTL_DB="$DEMO/compactctl.db"
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; "$@"; }

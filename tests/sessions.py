@@ -1,4 +1,5 @@
-"""Building test sessions from the shipped samples (bigger ones by repeating varied turns)."""
+"""Test sessions from the shipped samples: their records, messages and probes, and bigger
+sessions made by repeating varied turns."""
 
 from __future__ import annotations
 
@@ -7,13 +8,26 @@ from typing import Any
 
 import orjson
 
-from .conftest import SAMPLES
+from tests.helpers import SAMPLES, write_jsonl
 
 
 def load_records(name: str) -> list[dict[str, Any]]:
     """The records of ``fixtures/samples/<name>.canonical.jsonl``."""
     path = SAMPLES / f"{name}.canonical.jsonl"
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def load_messages(name: str) -> list[dict[str, Any]]:
+    """The message events of a canonical sample; malformed lines and other types skipped."""
+    messages = []
+    for line in (SAMPLES / f"{name}.canonical.jsonl").read_bytes().split(b"\n"):
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and event.get("type") == "message":
+            messages.append(event)
+    return messages
 
 
 def probes(name: str) -> list[dict[str, Any]]:
@@ -45,7 +59,11 @@ def grow(name: str, copies: int) -> list[dict[str, Any]]:
     return out
 
 
-def write(path: Path, records: list[dict[str, Any]]) -> Path:
-    """Write records as JSONL."""
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-    return path
+def nothing_to_report(tmp_path: Path) -> Path:
+    """small-s1 with one summary replacing every message by "Nothing to report."."""
+    records = load_records("small-s1")
+    uuids = [r["uuid"] for r in records if r["type"] == "message"]
+    summary = {"type": "summary", "uuid": "s-nothing", "replaces": uuids,
+               "summaryText": "Nothing to report.", "lastSummarizedTurnId": 6,
+               "timestamp": "2025-05-16T10:00:00Z"}  # fmt: skip
+    return write_jsonl(tmp_path / "nothing.jsonl", [*records, summary])

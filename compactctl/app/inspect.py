@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from compactctl.app.commands import _check_format, _read_input, _to_canonical, load
 from compactctl.app.inspect_fast import inspect_lines
 from compactctl.app.inspector import inspect_events
 from compactctl.app.report import Report
-from compactctl.errors import InputError
-from compactctl.io.files import open_input
+from compactctl.formats.reader import _read_input, _to_canonical, check_format, load
+from compactctl.io.files import READ_ERRORS, open_input, read_error
 from compactctl.io.jsonl import dump_events
 from compactctl.replay import replay
 from compactctl.tokens import TokenCounter
@@ -52,8 +51,9 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
 
     Canonical JSON lines are counted as they are read, with no Event per line
     (:func:`compactctl.app.inspect_fast.inspect_lines`; replay runs only when the log has
-    compact or summary events); other formats go through :func:`~compactctl.app.commands.
-    load` and :func:`~compactctl.app.inspector.inspect_events`. Both feed the same
+    compact or summary events); other formats are imported
+    (:func:`compactctl.formats.reader.load`) and their events inspected
+    (:func:`compactctl.app.inspector.inspect_events`). Both feed the same
     :class:`~compactctl.app.inspector.InspectAccumulator`, so they give the same result.
 
     Raises:
@@ -63,7 +63,7 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
     """
     counter = TokenCounter(options.encoding) if options.encoding else None
     fmt = options.fmt
-    _check_format(fmt)
+    check_format(fmt)
     if fmt not in (None, "canonical"):
         fmt, events = load(path, fmt)
     else:  # JSON lines counted as they are read (inspect_fast)
@@ -79,8 +79,8 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
         with open_input(path) as stream:
             try:
                 doc, got = _read_input(stream, fmt, count)
-            except (OSError, EOFError) as exc:
-                raise InputError(f"cannot read: {exc}", path=path) from None
+            except READ_ERRORS as exc:
+                raise read_error(exc, path) from None
         if isinstance(got, dict):
             return got
         fmt, events = _to_canonical(path, fmt, doc, got)
@@ -101,7 +101,7 @@ def effective_lines(
     """The effective context of a transcript as canonical JSONL lines (messages only).
 
     Raises:
-        InputError, UsageError: as :func:`~compactctl.app.commands.load`.
+        InputError, UsageError: as :func:`~compactctl.formats.reader.load`.
     """
     _, events = load(path, fmt)
     return dump_events(replay(events, tier=tier))

@@ -23,7 +23,6 @@ import orjson
 from compactctl.app.inspector import InspectAccumulator, Item, UnknownCounter
 from compactctl.io.jsonl import (
     BOM,
-    HARMLESS_PROBLEMS,
     TORN_DETAIL,
     assign_turns,
     parse_line,
@@ -66,9 +65,10 @@ def inspect_lines(
         The per-file dict of ``inspect --json`` (see
         :func:`~compactctl.app.inspector.inspect_events`; ``format`` is ``"canonical"``), or the
         list of all the stream's events, exactly as ``list(read_blocks(blocks))`` gives them,
-        when detection does not say canonical, when ``counter`` is ``None`` and a message
-        comes before the first session event (its encoding is not known yet), or when the
-        encoding is not available before detection is done.
+        when detection does not say canonical (or finds no JSON object to look at), when
+        ``counter`` is ``None`` and a message comes before the first session event (its
+        encoding is not known yet), or when the encoding is not available before detection
+        is done.
 
     Memory: the raw lines, the tool outputs and a few ints per message (one session at a
     time); no parsed object outlives its line unless replay needs the messages.
@@ -128,11 +128,9 @@ def inspect_lines(
         if head is None:
             raise
         return _events(raws, lines, torn)  # the general path reports an unknown format first
-    # with no JSON object yet, the only findings are bad lines (kind: their problem)
-    if head is not None and not head:
-        if any(f["kind"] not in HARMLESS_PROBLEMS for f in acc.findings):
-            return _events(raws, lines, torn)  # no JSON object at all: the general path refuses
-    elif head and not _is_canonical(head):
+    if head is not None and (not head or not _is_canonical(head)):
+        # not canonical, or no JSON object at all: the reader decides whether it is a
+        # transcript (formats.reader refuses most files without one)
         return _events(raws, lines, torn)
 
     def events() -> list[Event]:

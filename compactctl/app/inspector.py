@@ -210,7 +210,7 @@ class InspectAccumulator:
         self.bom = False
         self.findings: list[Finding] = []
         self._session: SessionEvent | None = None
-        self._lines = 0
+        self._lines = 0  # the last source line seen: a foreign line gives 0, 1 or more events
         self._turn = 0  # the running turn id (jsonl.assign_turns)
         self._max_turn: int | None = None
         self._by_type: dict[str, int] = {}
@@ -236,10 +236,10 @@ class InspectAccumulator:
         Per line: its type (``bad``, or the object's ``type``; ``untyped`` when missing or
         not a string) and its findings (a bad line's problem, ``missing-uuid``,
         ``duplicate-uuid``, and those of :func:`reduction_findings`). Per message: its turn,
-        its role's messages, bytes, chars and tokens (of :func:`~compactctl.tokens.
-        message_payload`), its tool calls; for a tool result, its tool's row, the largest
-        outputs, the exact repeats, the source's ``duplicateBytes`` and the
-        ``tool-result-without-call`` finding.
+        its role's messages, bytes, chars and tokens (of the text
+        :func:`~compactctl.tokens.message_payload` gives), its tool calls; for a tool
+        result, its tool's row, the largest outputs, the exact repeats, the source's
+        ``duplicateBytes`` and the ``tool-result-without-call`` finding.
 
         One loop over local names: this is the inner loop of ``inspect``.
 
@@ -255,8 +255,8 @@ class InspectAccumulator:
         call_line, answered, tool_of_call = self._call_line, self._answered, self._tool_of_call
         try:
             for line, data in items:
-                if line is not None:
-                    lines += 1
+                if line is not None and line > lines:
+                    lines = line
                 if isinstance(data, BadLine):
                     by_type["bad"] = by_type.get("bad", 0) + 1
                     findings.append(bad_line_finding(data))

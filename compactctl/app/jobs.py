@@ -7,6 +7,17 @@ in place through the session, a ``-o`` file, stdout, or nothing for ``--dry-run`
 a :class:`~compactctl.errors.CompactError`). Jobs are top-level functions so that ``--jobs``
 can run them in a process pool (:mod:`compactctl.app.runner`).
 
+Two rules keep the transcript and the store true (docs/design.md section 6):
+
+- a transcript that changed between the read and the append (rotated, rewritten:
+  :class:`~compactctl.errors.FileChanged`) is read and planned once more, and written only if
+  it holds still this time (:func:`replanned`);
+- an append is recorded in the store as a pending run first and completed after it
+  (:func:`write_recorded`); a store that fails after the append gives
+  :class:`~compactctl.errors.StoreNotUpdated` ("appended N bytes to FILE; store not updated:
+  REASON"), and the next run completes the record from the transcript
+  (:func:`reconcile_store`).
+
 Output modes: docs/design.md section 4.
 """
 
@@ -15,18 +26,30 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compactctl.errors import InputError, UsageError
+from compactctl.errors import (
+    CompactError,
+    CompactWarning,
+    FileChanged,
+    InputError,
+    LockTimeout,
+    StoreNotUpdated,
+    UsageError,
+)
 from compactctl.io.export import materialized_lines
-from compactctl.io.files import STDIN, TORN_WAIT, write_output
+from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_output
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.model import Event
 from compactctl.replay import replay
 from compactctl.session import Session
+
+if TYPE_CHECKING:
+    from compactctl.app.store import RunRecord
 
 __all__ = [
     "OutputOptions",
@@ -35,10 +58,14 @@ __all__ = [
     "dedup_path",
     "layer_path",
     "output_name",
+    "reconcile_store",
     "record_run",
+    "replanned",
     "rules_path",
+    "run_record",
     "tiers_path",
     "write_plan",
+    "write_recorded",
 ]
 
 
@@ -55,7 +82,8 @@ class OutputOptions:
         dry_run: report only.
         check: report only; the CLI exits 1 if anything would change.
         lock_timeout: seconds to wait for the transcript's lock (and a mid-line writer).
-        torn_wait: seconds a last line without ``\\n`` must stay unchanged to be torn.
+        torn_wait: seconds a last line without ``\\n`` must stay unchanged to be torn by a
+            crashed writer (:data:`~compactctl.io.files.TORN_WAIT`, 5 minutes; ``0``: now).
         tier: summary tier used by ``--materialize``.
         fmt: the source format (``None``: detect).
         db: the store path (``None``: ``COMPACTCTL_DB`` or the XDG state folder); ``""``
@@ -80,12 +108,13 @@ class OutputOptions:
         return not (self.dry_run or self.check)
 
     def in_place(self, path: str) -> bool:
-        """Whether ``path`` itself is appended to (no ``-o``, a file, not materialized)."""
+        """Whether ``path`` itself is appended to (no ``-o``, a regular file, not
+        materialized; a stream such as a FIFO or ``/dev/stdin`` is never appended to)."""
         return (
             self.output is None
             and self.output_dir is None
-            and path != STDIN
             and not self.materialize
+            and not is_stream(path)
         )
 
 
@@ -176,7 +205,8 @@ def write_plan(
     """Write a session's planned events as ``out`` says, and the job's result.
 
     - a file, no ``-o``: the new events are appended in place (:meth:`Session.append`);
-    - ``-`` (stdin), no ``-o``: the input events (raw bytes) then the new ones, to stdout;
+    - ``-`` (stdin) or another stream (a FIFO, ``/dev/stdin``: ``is_stream``), no ``-o``:
+      the input events (raw bytes) then the new ones, to stdout;
     - ``-o TARGET``: the same stream written to TARGET (atomically; ``-`` is stdout);
     - ``--materialize``: the effective context (canonical, or ``--as openai``) instead;
     - ``--dry-run`` / ``--check``: nothing is written.
@@ -186,8 +216,16 @@ def write_plan(
         ``written`` (where the output went) and ``tornLine``.
 
     Raises:
-        UsageError: ``-o`` naming the input itself. WriteError, LockTimeout: from writing.
+        UsageError: ``-o`` naming the input itself. WriteError, LockTimeout, FileChanged:
+            from writing.
     """
+    return _write(session, new, report, out)[0]
+
+
+def _write(
+    session: Session, new: list[Event], report: Mapping[str, Any], out: OutputOptions
+) -> tuple[dict[str, Any], int]:
+    """:func:`write_plan`, and the number of bytes written (appended, or the output's)."""
     path = session.path
     if out.output_dir is not None:
         out = replace(out, output=os.path.join(out.output_dir, output_name(path)))
@@ -202,9 +240,10 @@ def write_plan(
         "tornLine": False,
     }
     if not out.writes:
-        return result
+        return result, 0
     target = out.output
-    if target is not None and target != STDIN and path != STDIN and _same_file(path, target):
+    stream = is_stream(path)
+    if target is not None and target != STDIN and not stream and _same_file(path, target):
         raise UsageError(
             "-o names the input itself; write to another file (compactctl never rewrites a "
             "transcript), or omit -o to append to a canonical transcript in place",
@@ -213,21 +252,21 @@ def write_plan(
     if out.materialize:
         view = replay(session.events + new, tier=out.tier)
         result["written"] = target or STDIN
-        write_output(target or STDIN, materialized_lines(view, out.as_format))
-        return result
-    if target is not None or path == STDIN:
+        return result, write_output(target or STDIN, materialized_lines(view, out.as_format))
+    if target is not None or stream:
         dest = target or STDIN
-        write_output(dest, dump_events(session.events + new))
+        size = write_output(dest, dump_events(session.events + new))
         result["written"] = dest
         result["appended"] = len(new)
-        return result
-    if new:
-        done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
-        result.update(
-            appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
-        )
-        result["changed"] = done.written > 0
-    return result
+        return result, size
+    if not new:
+        return result, 0
+    done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
+    result.update(
+        appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
+    )
+    result["changed"] = done.written > 0
+    return result, done.bytes_written
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -255,6 +294,59 @@ def _store(out: OutputOptions) -> Iterator[Any]:
         store.close()
 
 
+def run_record(
+    result: Mapping[str, Any],
+    command: str,
+    *,
+    rules: list[str] | None = None,
+    success: int | None = None,
+    tiers: Any = None,
+) -> RunRecord:
+    """What a run that changes a transcript writes to the store: its history row, and the
+    compaction state (``success``: the index of the last message a summary covered) or the
+    tiers (``tiers``: the :class:`~compactctl.layers.tiers.TiersLayer` report) when given.
+
+    ``result`` is the job's result (or its planned report plus ``path``).
+    """
+    from compactctl.app.store import HistoryRow, RunRecord, SuccessRow, TiersRow
+
+    now = time.time()
+    path = str(result["path"])
+    key = str(result.get("sessionKey") or path)
+    summary = result.get("summary")
+    history = HistoryRow(
+        session_key=key,
+        path=path,
+        command=command,
+        messages_removed=int(summary.get("replaces", 0)) if isinstance(summary, dict) else 0,
+        dedup_groups=int(result.get("groups", 0) or 0),
+        rules_applied=list(rules or []),
+        tokens_before=int(result.get("tokensBefore", 0) or 0),
+        tokens_after=int(result.get("promptEstimate", result.get("tokensAfter", 0)) or 0),
+        duration_ms=int(result.get("durationMs", 0) or 0),
+        outcome="applied",
+        error=None,
+        created_at=now,
+    )
+    done = None
+    if success is not None:
+        done = SuccessRow(session_key=key, path=path, last_message_index=success, at=now)
+    tier_row = None
+    if tiers is not None:
+        tier_row = TiersRow(
+            session_key=tiers.session_key,
+            path=path,
+            summary_uuid=tiers.summary,
+            tiers=dict(tiers.tier_texts),
+            messages_before=tiers.messages,
+            messages_summarized=int(tiers.replaces or 0),
+            tokens_before=int(tiers.tokens_before or 0),
+            tokens_after=int(tiers.prompt_estimate or 0),
+            at=now,
+        )
+    return RunRecord(history=history, success=done, tiers=tier_row)
+
+
 def record_run(
     store: Any, result: Mapping[str, Any], command: str, *, rules: list[str] | None = None
 ) -> None:
@@ -262,25 +354,120 @@ def record_run(
     a transcript writes one; nothing for a run that changed nothing)."""
     if store is None or not result.get("changed"):
         return
-    from compactctl.app.store import HistoryRow
+    store.record(run_record(result, command, rules=rules))
 
-    summary = result.get("summary")
-    store.add_history(
-        HistoryRow(
-            session_key=str(result.get("sessionKey") or result["path"]),
-            path=str(result["path"]),
-            command=command,
-            messages_removed=int(summary.get("replaces", 0)) if isinstance(summary, dict) else 0,
-            dedup_groups=int(result.get("groups", 0) or 0),
-            rules_applied=list(rules or []),
-            tokens_before=int(result.get("tokensBefore", 0) or 0),
-            tokens_after=int(result.get("promptEstimate", result.get("tokensAfter", 0)) or 0),
-            duration_ms=int(result.get("durationMs", 0) or 0),
-            outcome="applied",
-            error=None,
-            created_at=time.time(),
+
+def reconcile_store(store: Any, session: Session, out: OutputOptions) -> int:
+    """Complete, from the transcript, the runs whose append landed but whose store write
+    failed (:meth:`~compactctl.app.store.Store.reconcile`); a warning says how many.
+
+    Only for a job that appends to ``session`` in place with a store. Returns the count.
+
+    Raises:
+        WriteError, LockTimeout: the store could not be written.
+    """
+    if store is None or not out.writes or not out.in_place(session.path):
+        return 0
+    present = {e.uuid for e in session.events if e.uuid is not None}
+    n = int(store.reconcile(session.meta.key, present, time.time()))
+    if n:
+        warnings.warn(
+            CompactWarning(
+                f"{session.path}: {n} earlier run{'s' if n != 1 else ''} appended to the "
+                "transcript but not recorded in the store (its write had failed); recorded now"
+            ),
+            stacklevel=2,
         )
-    )
+    return n
+
+
+def write_recorded(
+    session: Session,
+    new: list[Event],
+    report: Mapping[str, Any],
+    out: OutputOptions,
+    store: Any,
+    record: Callable[[Mapping[str, Any]], RunRecord | None],
+) -> dict[str, Any]:
+    """:func:`write_plan`, then the store: ``record(result)`` is what a run that changed the
+    transcript writes there (``None``: nothing).
+
+    An append in place is recorded as a pending run before it and completed after it, so
+    the store can be reconciled from the transcript if the write after the append fails
+    (module docstring). Any other write (``-o``, stdout) is recorded after it.
+
+    Raises:
+        StoreNotUpdated: the output was written but the store was not ("appended N bytes to
+            FILE; store not updated: REASON"; exit 75 if the database stayed locked, else 3).
+        WriteError, LockTimeout, FileChanged, UsageError: as :func:`write_plan`; a store
+            that cannot record the pending run fails before anything is written.
+    """
+    planned = record({**report, "path": session.path, "changed": True}) if new else None
+    if store is None or planned is None or not out.writes:
+        return write_plan(session, new, report, out)
+    if not out.in_place(session.path):
+        result, size = _write(session, new, report, out)
+        if result["changed"]:
+            _store_write(lambda: store.record(planned), result, size)
+        return result
+    uuids = [e.uuid for e in new if e.uuid is not None]
+    pending = store.begin_run(planned, uuids, time.time())
+    try:
+        result, size = _write(session, new, report, out)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            store.cancel_run(pending)
+        raise
+    if result["changed"]:
+        _store_write(lambda: store.finish_run(pending), result, size)
+    else:
+        with contextlib.suppress(Exception):  # a stale pending run is dropped later
+            store.cancel_run(pending)
+    return result
+
+
+def _store_write(write: Callable[[], Any], result: Mapping[str, Any], size: int) -> None:
+    """Run a store write after the transcript (or output) was written.
+
+    Raises:
+        StoreNotUpdated: the write failed, whatever the error.
+    """
+    try:
+        write()
+    except Exception as exc:
+        reason = exc.message if isinstance(exc, CompactError) else f"{type(exc).__name__}: {exc}"
+        where = result["written"]
+        verb = "appended" if where == result["path"] else "wrote"
+        dest = "stdout" if where == STDIN else where
+        raise StoreNotUpdated(
+            f"{verb} {size} bytes to {dest}; store not updated: {reason}. The next run "
+            "records it from the transcript"
+            if verb == "appended"
+            else f"{verb} {size} bytes to {dest}; store not updated: {reason}",
+            exit_code=LockTimeout.exit_code if isinstance(exc, LockTimeout) else 3,
+        ) from None
+
+
+def replanned(path: str, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``attempt()`` (open, plan, write), once more if the transcript changed between its
+    read and its append (:class:`~compactctl.errors.FileChanged` with ``replan``): the new
+    content is read and planned again. A second change is the error (exit 75, nothing
+    written by either attempt).
+    """
+    try:
+        return attempt()
+    except FileChanged as exc:
+        if not exc.replan:
+            raise
+        first = exc.message
+    try:
+        return attempt()
+    except FileChanged as exc:
+        exc.message = (
+            f"{exc.message}, and it had changed before as well ({first}); nothing was "
+            "written. Retry when it holds still"
+        )
+        raise
 
 
 # --- the jobs -------------------------------------------------------------------------------
@@ -297,8 +484,8 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     Raises:
         SummarizerError: summarization failed (counted toward the 24-hour breaker); nothing
             was written.
-        UsageError, InputError, WriteError, LockTimeout: as :func:`open_session` and
-            :func:`write_plan`.
+        UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
+            :func:`open_session` and :func:`write_recorded`.
     """
     from compactctl.layers.summary import CompactLayer
 
@@ -314,23 +501,30 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             from compactctl.summarize.extractive import ExtractiveSummarizer
 
             offline = ExtractiveSummarizer()
-        session = open_session(
-            path, out, encoding=options.encoding, context_window=options.context_window
-        )
-        layer = CompactLayer(summarizer=offline, breaker_open=breaker)
-        plan = layer.plan(session, options)
-        if offline is not None:
-            plan.report.model_not_called = options.model
-        if layer.failed is not None:
-            if store is not None:
-                count = store.record_failure(plan.report.session_key, path, time.time())
-                layer.failed.message += f" (consecutive failures: {count})"
-            raise layer.failed
-        result = write_plan(session, plan.events, plan.report.to_json(), out)
-        if store is not None and result["changed"] and result.get("summary"):
-            store.record_success(result["sessionKey"], path, result["messages"], time.time())
-        record_run(store, result, "compact")
-        return result
+
+        def attempt() -> dict[str, Any]:
+            session = open_session(
+                path, out, encoding=options.encoding, context_window=options.context_window
+            )
+            reconcile_store(store, session, out)
+            layer = CompactLayer(summarizer=offline, breaker_open=breaker)
+            plan = layer.plan(session, options)
+            if offline is not None:
+                plan.report.model_not_called = options.model
+            if layer.failed is not None:
+                if store is not None:
+                    count = store.record_failure(plan.report.session_key, path, time.time())
+                    layer.failed.message += f" (consecutive failures: {count})"
+                raise layer.failed
+
+            def record(result: Mapping[str, Any]) -> RunRecord:
+                messages = result["messages"] if result.get("summary") else None
+                return run_record(result, "compact", success=messages)
+
+            report = plan.report.to_json()
+            return write_recorded(session, plan.events, report, out, store, record)
+
+        return replanned(path, attempt)
 
 
 def layer_path(
@@ -345,25 +539,32 @@ def layer_path(
         encoding: the ``--encoding`` override (``estimate``: chars-based counts).
 
     Raises:
-        UsageError, InputError, WriteError, LockTimeout: as :func:`open_session` and
-            :func:`write_plan`.
+        UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
+            :func:`open_session` and :func:`write_recorded`.
     """
     if command == "rules":
         from compactctl.layers.rules import RulesLayer as Layer
     else:
         from compactctl.layers.dedup import DedupLayer as Layer  # type: ignore[assignment]
     with _store(out) as store:
-        session = open_session(path, out, encoding=encoding)
-        started = time.monotonic()
-        planned = Layer().plan(session, options)
-        report = planned.report.to_json()
-        report["sessionKey"] = session.meta.key
-        report["tokenizer"] = session.counter.encoding_name
-        report["durationMs"] = int((time.monotonic() - started) * 1000)
-        result = write_plan(session, planned.events, report, out)
-        rules = sorted(result.get("rules", {})) if command == "rules" else None
-        record_run(store, result, command, rules=rules)
-        return result
+
+        def attempt() -> dict[str, Any]:
+            session = open_session(path, out, encoding=encoding)
+            reconcile_store(store, session, out)
+            started = time.monotonic()
+            planned = Layer().plan(session, options)
+            report = planned.report.to_json()
+            report["sessionKey"] = session.meta.key
+            report["tokenizer"] = session.counter.encoding_name
+            report["durationMs"] = int((time.monotonic() - started) * 1000)
+
+            def record(result: Mapping[str, Any]) -> RunRecord:
+                rules = sorted(result.get("rules", {})) if command == "rules" else None
+                return run_record(result, command, rules=rules)
+
+            return write_recorded(session, planned.events, report, out, store, record)
+
+        return replanned(path, attempt)
 
 
 def rules_path(path: str, options: Any, out: OutputOptions, encoding: str | None = None) -> Any:
@@ -384,31 +585,28 @@ def tiers_path(
     encoding: str | None = None,
     context_window: int | None = None,
     model: str | None = None,
+    redact: bool = True,
 ) -> dict[str, Any]:
     """``tiers`` on one transcript: a superseding SummaryEvent with L0/L1/L2, stored in SQLite.
 
     Raises:
         SummaryFormatError: a model rewrite was invalid (nothing appended).
-        UsageError, InputError, WriteError, LockTimeout: as :func:`write_plan`.
+        UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
+            :func:`write_recorded`.
     """
     from compactctl.layers.tiers import TiersLayer, TiersOptions
 
     with _store(out) as store:
-        session = open_session(path, out, encoding=encoding, context_window=context_window)
-        plan = TiersLayer().plan(session, TiersOptions(tier=tier, model=model))
-        report = plan.report
-        result = write_plan(session, plan.events, report.to_json(), out)
-        if store is not None and result["changed"] and report.tier_texts:
-            store.save_tiers(
-                report.session_key,
-                path,
-                report.summary,
-                report.tier_texts,
-                report.messages,
-                int(report.replaces or 0),
-                int(report.tokens_before or 0),
-                int(report.prompt_estimate or 0),
-                time.time(),
-            )
-        record_run(store, result, "tiers")
-        return result
+
+        def attempt() -> dict[str, Any]:
+            session = open_session(path, out, encoding=encoding, context_window=context_window)
+            reconcile_store(store, session, out)
+            plan = TiersLayer().plan(session, TiersOptions(tier=tier, model=model, redact=redact))
+            report = plan.report
+
+            def record(result: Mapping[str, Any]) -> RunRecord:
+                return run_record(result, "tiers", tiers=report if report.tier_texts else None)
+
+            return write_recorded(session, plan.events, report.to_json(), out, store, record)
+
+        return replanned(path, attempt)

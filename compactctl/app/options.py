@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
-from compactctl.io.files import STDIN, discover
+from compactctl.io.files import STDIN, discover, is_stream
 
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
@@ -166,7 +166,8 @@ def _same_path(a: str, b: str) -> bool:
 
 def data_on_stdout(out: OutputOptions, paths: list[str]) -> bool:
     """Whether a transcript-changing run writes transcript data to stdout (its ``--json``
-    report then goes to stderr)."""
+    report then goes to stderr): ``-o -``, ``--materialize``, or a stream among PATHS
+    (``-``, a FIFO, ``/dev/stdin``: :func:`~compactctl.io.files.is_stream`)."""
     if out.output is not None:
         return out.output == STDIN
-    return out.output_dir is None and (STDIN in paths or out.materialize)
+    return out.output_dir is None and (out.materialize or any(is_stream(p) for p in paths))

@@ -9,6 +9,18 @@ Concurrency: the database runs in WAL mode with a 5 s ``busy_timeout``; every wr
 "database is locked/busy", so several processes (``--jobs``, cron, a CI matrix) may write
 at once. Reads take a snapshot (``BEGIN``) and never block writers.
 
+Consistency with the transcripts: the transcript is the source of truth. A run that appends
+to a transcript first records what it will write to the store as a *pending run* (with the
+uuids of the events it appends), appends, then completes the pending run (its rows written
+and the pending row removed in one transaction). If the store cannot be written after the
+append, the pending run stays, and the next run on that session completes it once it finds
+those events in the transcript (:meth:`Store.reconcile`): nothing the transcript holds is
+missing from the history for long, and nothing is recorded that the transcript does not hold.
+
+A database SQLite cannot read (not a database, malformed) or an empty file where a database
+was (truncated to 0 bytes) is moved aside to ``<name>.damaged-<UTC time>`` with a warning
+naming that copy, and a new database is created (:meth:`Store.open`).
+
 Schema: numbered, append-only migrations (:data:`MIGRATIONS`, like simonw/llm's named
 migrations): each runs in its own transaction, sets ``PRAGMA user_version`` to its number and
 records its name and time in the ``migrations`` table. Never edit a released migration: add
@@ -18,6 +30,9 @@ Times: every time column holds **unix seconds (UTC) as REAL**; the API takes and
 seconds as ``float``. Only :meth:`Store.report` formats times, as RFC 3339 UTC text.
 Token counts are tokens (tiktoken), durations are milliseconds.
 
+The rows a run writes (:class:`HistoryRow`, :class:`RunRecord`, ...) and their SQL live in
+:mod:`compactctl.app.store_rows`; this module re-exports the row classes.
+
 The tables adapt MoonHub's compactor (its ``compactor.db``): ``tiered_summaries`` (one
 row per session, upserted), ``compaction_state`` (incremental index and failure tracking)
 and ``compaction_history`` (one row per run, for ``inspect --db``).
@@ -25,20 +40,35 @@ and ``compaction_history`` (one row per run, for ``inspect --db``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Callable, Container, Sequence
 from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-from compactctl.errors import InputError, LockTimeout, UsageError, WriteError
+from compactctl.app.store_rows import (
+    OUTCOMES,
+    HistoryRow,
+    RunRecord,
+    SuccessRow,
+    TiersRow,
+    clean,
+    finish_pending,
+    tier_texts,
+    write_history,
+    write_run,
+    write_success,
+    write_tiers,
+)
+from compactctl.errors import CompactWarning, InputError, LockTimeout, UsageError, WriteError
 
 __all__ = [
     "BREAKER_FAILURES",
@@ -47,7 +77,11 @@ __all__ = [
     "OUTCOMES",
     "SCHEMA_VERSION",
     "HistoryRow",
+    "PENDING_TTL_S",
+    "RunRecord",
     "Store",
+    "SuccessRow",
+    "TiersRow",
     "migrate",
     "resolve_db_path",
 ]
@@ -69,8 +103,13 @@ RETRY_ATTEMPTS: Final = 8
 RETRY_BACKOFF_S: Final = 0.05
 RETRY_BACKOFF_MAX_S: Final = 2.0
 
-#: The values of ``compaction_history.outcome``.
-OUTCOMES: Final = ("applied", "noop", "failed")
+#: Seconds after which a pending run whose events are not in its transcript is dropped: its
+#: process died before the append (a pending run whose append is still under way is younger).
+PENDING_TTL_S: Final = 3_600
+
+#: Seconds an empty database file must be old before it counts as truncated (``sqlite3``
+#: creates the file empty and writes its header a moment later).
+EMPTY_DB_GRACE_S: Final = 2.0
 
 #: ``(version, name, SQL)``, applied in order. Append only.
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -129,6 +168,21 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX idx_history_created_at ON compaction_history(created_at);
         """,
     ),
+    (
+        3,
+        "pending_runs",
+        """
+        CREATE TABLE pending_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_key TEXT NOT NULL,
+            path TEXT NOT NULL,
+            uuids TEXT NOT NULL,
+            record TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX idx_pending_session ON pending_runs(session_key);
+        """,
+    ),
 ]
 
 #: The version a fully migrated database has.
@@ -165,46 +219,6 @@ def resolve_db_path(flag: str | None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_state_dir("compactctl")) / "compactctl.db"
-
-
-@dataclass(frozen=True, kw_only=True)
-class HistoryRow:
-    """One compaction run, as recorded in ``compaction_history``.
-
-    Attributes:
-        session_key: the session's stable key (its ``sessionId``, else its path).
-        path: the transcript's path.
-        command: the subcommand (``rules``, ``dedup``, ``compact``, ``tiers``, ...).
-        messages_removed: messages the run removed or replaced from the effective context.
-        dedup_groups: groups of near-duplicates found (0 for other commands).
-        rules_applied: names of the rules that changed something (stored as a JSON list).
-        tokens_before: prompt estimate before the run, in tokens.
-        tokens_after: prompt estimate after the run, in tokens.
-        duration_ms: wall time of the run, in milliseconds.
-        outcome: ``"applied"``, ``"noop"`` (nothing to do) or ``"failed"``.
-        error: the error message when the run failed.
-        created_at: when the run ended, unix seconds (UTC).
-
-    Raises:
-        ValueError: ``outcome`` is not one of :data:`OUTCOMES` (a programming error).
-    """
-
-    session_key: str
-    path: str
-    command: str
-    messages_removed: int = 0
-    dedup_groups: int = 0
-    rules_applied: list[str] = field(default_factory=list)
-    tokens_before: int = 0
-    tokens_after: int = 0
-    duration_ms: int = 0
-    outcome: str = "applied"
-    error: str | None = None
-    created_at: float
-
-    def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -380,12 +394,19 @@ class Store:
         Args:
             path: the database file, usually from :func:`resolve_db_path`.
 
+        A file SQLite cannot read as a database ("file is not a database", "malformed"),
+        or an empty file older than :data:`EMPTY_DB_GRACE_S` (a database truncated to 0
+        bytes), is moved aside to ``<name>.damaged-<UTC time>`` (its ``-wal``/``-shm`` too)
+        with a :class:`~compactctl.errors.CompactWarning` naming the copy, and a new
+        database is created in its place.
+
         Returns:
             An open store at :data:`SCHEMA_VERSION`; close it (or use ``with``).
 
         Raises:
-            UsageError: the path is a folder, its folder cannot be created, the file is not
-                a SQLite database, or it was written by a newer compactctl.
+            UsageError: the path is a folder, its folder cannot be created, the database
+                cannot be opened (even after moving a damaged one aside), or it was written
+                by a newer compactctl.
             LockTimeout: another process held the database too long while migrating.
         """
         p = Path(path)
@@ -400,27 +421,38 @@ class Store:
                 "$COMPACTCTL_DB",
                 path=where,
             ) from None
-        conn: sqlite3.Connection | None = None
         try:
-            conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            _retry_pragma(conn, "PRAGMA journal_mode = WAL", where)
-            conn.execute("PRAGMA synchronous = NORMAL")
-            migrate(conn, db=where)
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            raise UsageError(
-                f"cannot open the database ({exc}); fix --db or $COMPACTCTL_DB, or move the "
-                "file aside to start a new one",
-                path=where,
-            ) from None
-        except BaseException:
-            if conn is not None:
-                conn.close()
-            raise
-        return cls(conn, p)
+            st = p.stat()
+        except OSError:
+            st = None
+        if st is not None and st.st_size == 0 and time.time() - st.st_mtime > EMPTY_DB_GRACE_S:
+            _move_aside(p, "the database file is empty (0 bytes: truncated?)")
+        for attempt in (1, 2):
+            conn: sqlite3.Connection | None = None
+            try:
+                conn = sqlite3.connect(p, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                _retry_pragma(conn, "PRAGMA journal_mode = WAL", where)
+                conn.execute("PRAGMA synchronous = NORMAL")
+                migrate(conn, db=where)
+                return cls(conn, p)
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                if attempt == 1 and _damaged(exc):
+                    _move_aside(p, f"not a usable SQLite database ({exc})")
+                    continue
+                raise UsageError(
+                    f"cannot open the database ({exc}); fix --db or $COMPACTCTL_DB, or move "
+                    "the file aside to start a new one",
+                    path=where,
+                ) from None
+            except BaseException:
+                if conn is not None:
+                    conn.close()
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -544,19 +576,10 @@ class Store:
             WriteError, LockTimeout: the database could not be written.
         """
 
-        def body(c: sqlite3.Connection) -> None:
-            c.execute(
-                "INSERT INTO compaction_state (session_key, path, last_message_index, "
-                "last_compaction_at, total_compactions, consecutive_failures) "
-                "VALUES (?, ?, ?, ?, 1, 0) "
-                "ON CONFLICT (session_key) DO UPDATE SET path = excluded.path, "
-                "last_message_index = excluded.last_message_index, "
-                "last_compaction_at = excluded.last_compaction_at, "
-                "total_compactions = total_compactions + 1, consecutive_failures = 0",
-                (session_key, path, last_message_index, now),
-            )
-
-        self._write(body)
+        row = SuccessRow(
+            session_key=session_key, path=path, last_message_index=last_message_index, at=now
+        )
+        self._write(partial(write_success, row))
 
     def get_state(self, session_key: str) -> dict[str, Any] | None:
         """The session's ``compaction_state`` row, or ``None``.
@@ -603,29 +626,7 @@ class Store:
             WriteError, LockTimeout: the database could not be written.
         """
 
-        def body(c: sqlite3.Connection) -> int:
-            cur = c.execute(
-                "INSERT INTO compaction_history (session_key, path, command, messages_removed, "
-                "dedup_groups, rules_applied, tokens_before, tokens_after, duration_ms, "
-                "outcome, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    row.session_key,
-                    row.path,
-                    row.command,
-                    row.messages_removed,
-                    row.dedup_groups,
-                    json.dumps(list(row.rules_applied)),
-                    row.tokens_before,
-                    row.tokens_after,
-                    row.duration_ms,
-                    row.outcome,
-                    row.error,
-                    row.created_at,
-                ),
-            )
-            return int(cur.lastrowid or 0)
-
-        return self._write(body)
+        return self._write(partial(write_history, row))
 
     def history(self, session_key: str | None = None, limit: int | None = None) -> list[HistoryRow]:
         """Recorded runs, oldest first (of one session, or of all).
@@ -705,43 +706,18 @@ class Store:
             ValueError: a tier is missing from ``tiers`` (a programming error).
             WriteError, LockTimeout: the database could not be written.
         """
-        norm = {k.upper(): v for k, v in tiers.items()}
-        missing = [k for k in ("L0", "L1", "L2") if k not in norm]
-        if missing:
-            raise ValueError(f"tiers lacks {', '.join(missing)}")
-        ratio = tokens_after / tokens_before if tokens_before else 1.0
-
-        def body(c: sqlite3.Connection) -> None:
-            c.execute(
-                "INSERT INTO tiered_summaries (session_key, path, summary_uuid, l0, l1, l2, "
-                "messages_before, messages_summarized, tokens_before, tokens_after, "
-                "compression_ratio, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_key) DO UPDATE SET path = excluded.path, "
-                "summary_uuid = excluded.summary_uuid, l0 = excluded.l0, l1 = excluded.l1, "
-                "l2 = excluded.l2, messages_before = excluded.messages_before, "
-                "messages_summarized = excluded.messages_summarized, "
-                "tokens_before = excluded.tokens_before, tokens_after = excluded.tokens_after, "
-                "compression_ratio = excluded.compression_ratio, "
-                "updated_at = excluded.updated_at",
-                (
-                    session_key,
-                    path,
-                    summary_uuid,
-                    norm["L0"],
-                    norm["L1"],
-                    norm["L2"],
-                    messages_before,
-                    messages_summarized,
-                    tokens_before,
-                    tokens_after,
-                    ratio,
-                    now,
-                    now,
-                ),
-            )
-
-        self._write(body)
+        row = TiersRow(
+            session_key=session_key,
+            path=path,
+            summary_uuid=summary_uuid,
+            tiers=tier_texts(tiers),
+            messages_before=messages_before,
+            messages_summarized=messages_summarized,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            at=now,
+        )
+        self._write(partial(write_tiers, row))
 
     def get_tiers(self, session_key: str) -> dict[str, Any] | None:
         """The session's stored tiers, or ``None``.
@@ -779,6 +755,95 @@ class Store:
             }
 
         return self._read(body)
+
+    # -- runs, and consistency with the transcripts ---------------------------------------
+
+    def record(self, run: RunRecord) -> None:
+        """Write a run's rows (history, state, tiers) in one transaction.
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written (nothing was).
+        """
+        self._write(partial(write_run, run))
+
+    def begin_run(self, run: RunRecord, uuids: Sequence[str], now: float) -> int:
+        """Record a run about to append the events ``uuids`` to its transcript, as pending.
+
+        Returns:
+            The pending run's id, for :meth:`finish_run` or :meth:`cancel_run`.
+
+        Raises:
+            ValueError: ``run`` has no history row (a programming error).
+            WriteError, LockTimeout: the database could not be written.
+        """
+        if run.history is None:
+            raise ValueError("a pending run needs its history row")
+        head = run.history
+
+        def body(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO pending_runs (session_key, path, uuids, record, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    clean(head.session_key),
+                    clean(head.path),
+                    json.dumps(list(uuids)),
+                    run.to_json(),
+                    now,
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+        return self._write(body)
+
+    def finish_run(self, pending_id: int) -> bool:
+        """Write a pending run's rows and remove it, in one transaction (its events are in
+        the transcript).
+
+        Returns:
+            ``False`` when the run was no longer pending (another process reconciled it).
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written (the run stays
+                pending, and :meth:`reconcile` completes it later).
+        """
+        return self._write(partial(finish_pending, pending_id))
+
+    def cancel_run(self, pending_id: int) -> None:
+        """Forget a pending run whose append did not happen (or appended nothing).
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written.
+        """
+        self._write(lambda c: c.execute("DELETE FROM pending_runs WHERE id = ?", (pending_id,)))
+
+    def reconcile(self, session_key: str, present: Container[str], now: float) -> int:
+        """Complete the session's pending runs whose events are all in its transcript
+        (``present``: the uuids of the transcript's events), and drop those older than
+        :data:`PENDING_TTL_S` whose events are not: one transaction.
+
+        Returns:
+            The number of runs completed (each was appended, but the store write after the
+            append had failed).
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written.
+        """
+
+        def body(c: sqlite3.Connection) -> int:
+            done = 0
+            rows = c.execute(
+                "SELECT id, uuids, created_at FROM pending_runs WHERE session_key = ? ORDER BY id",
+                (clean(session_key),),
+            ).fetchall()
+            for pending_id, uuids, created_at in rows:
+                if all(u in present for u in json.loads(uuids)):
+                    done += int(finish_pending(pending_id, c))
+                elif now - created_at > PENDING_TTL_S:
+                    c.execute("DELETE FROM pending_runs WHERE id = ?", (pending_id,))
+            return done
+
+        return self._write(body)
 
     # -- the cross-session report -----------------------------------------------------------
 
@@ -860,6 +925,37 @@ class Store:
             }
 
         return self._read(body)
+
+
+def _damaged(exc: sqlite3.Error) -> bool:
+    """True for "file is not a database" (``SQLITE_NOTADB``) and "database disk image is
+    malformed" (``SQLITE_CORRUPT``): the file cannot be read as a database at all."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text
+
+
+def _move_aside(p: Path, why: str) -> None:
+    """Rename a damaged database (and its ``-wal``/``-shm`` files) to
+    ``<name>.damaged-<UTC time>`` and warn, naming the copy kept. Another process that moved
+    it first wins (no error)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    kept = p.with_name(f"{p.name}.damaged-{stamp}")
+    if kept.exists():
+        kept = p.with_name(f"{p.name}.damaged-{stamp}-{os.getpid()}")
+    try:
+        os.rename(p, kept)
+    except FileNotFoundError:
+        return  # moved aside by another process a moment ago
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(f"{p}{suffix}", f"{kept}{suffix}")
+    warnings.warn(
+        CompactWarning(f"{p}: {why}; moved it to {kept} and started a new database"),
+        stacklevel=3,
+    )
 
 
 def _retry_pragma(conn: sqlite3.Connection, pragma: str, db: str) -> None:

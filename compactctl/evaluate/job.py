@@ -140,7 +140,7 @@ def evaluate_session(
     if options.judge is not None:
         from compactctl.evaluate.judge import judge_session
 
-        result.judge = judge_session(view, probes, options.judge).to_json()
+        result.judge = judge_session(view, probes, options.judge, originals).to_json()
     if options.compare:
         from compactctl.evaluate.compare import compare_session
 

@@ -262,8 +262,43 @@ def _prepare(text: str, options: JudgeOptions) -> str:
     return redact(text)
 
 
+def _outside_secrets(probes: Sequence[Probe], originals: Iterable[Message]) -> list[Probe]:
+    """The probes that hold no part of a secret: a probe is a substring of its source
+    message, so one that is not a substring of that message redacted overlapped a secret
+    (a word of a password, a line of a key's body) and is left out of what is sent. A
+    probe whose source is not among ``originals`` is kept (its text is redacted later)."""
+    from compactctl.summarize.redact import redact_messages
+
+    sources = {m.uuid: m.data for m in originals if m.uuid}
+    safe: dict[str, list[str]] = {}
+    out = []
+    for p in probes:
+        if p.source is None or p.source not in sources:
+            out.append(p)
+            continue
+        if p.source not in safe:
+            safe[p.source] = list(_strings(redact_messages([sources[p.source]])[0]))
+        if any(p.text in s for s in safe[p.source]):
+            out.append(p)
+    return out
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
 def judge_session(
-    view: Iterable[Message], probes: Sequence[Probe], options: JudgeOptions
+    view: Iterable[Message],
+    probes: Sequence[Probe],
+    options: JudgeOptions,
+    originals: Iterable[Message] = (),
 ) -> JudgeReport:
     """Ask the probe questions of one session and grade the answers (see the module).
 
@@ -271,6 +306,8 @@ def judge_session(
         view: the effective context the answering model is given.
         probes: the probes of the original messages (the reference).
         options: models and call options.
+        originals: the original messages the probes come from; with ``redact``, a probe
+            that overlaps a secret in its message is not sent (:func:`_outside_secrets`).
 
     Raises:
         UsageError: authentication or an unknown model.
@@ -278,7 +315,14 @@ def judge_session(
     """
     from compactctl.summarize.litellm import render_transcript
 
-    context = _prepare(render_transcript([m.data for m in view]), options)
+    messages: list[Any] = [m.data for m in view]
+    if options.redact:
+        from compactctl.summarize.redact import redact_messages
+
+        messages = redact_messages(messages)  # whole, before render_transcript clips them
+    context = _prepare(render_transcript(messages), options)
+    if options.redact:
+        probes = _outside_secrets(probes, originals)
     answerer = options.answer_model or options.model
     graded = []
     for qtype, question, reference in questions(probes):

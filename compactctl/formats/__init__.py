@@ -40,21 +40,23 @@ True
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compactctl.formats import (
+    anthropic_messages,
     canonical,
     claude_code,
     claude_stream,
     codex_exec,
     codex_rollout,
+    gemini_cli,
     openai_chat,
     openhands,
     swe_agent,
 )
+from compactctl.formats.detection import SCORERS, STRONG, WEAK, Detection, examine
 
 __all__ = [
     "FORMATS",
@@ -63,6 +65,8 @@ __all__ = [
     "LineImporter",
     "detect",
     "detect_document",
+    "examine",
+    "examine_document",
     "known_formats",
 ]
 
@@ -134,6 +138,26 @@ FORMATS: dict[str, Format] = {
             openai_chat.document_to_canonical,
         ),
         Format(
+            "anthropic-messages",
+            "Anthropic Messages API messages (Cline / Roo Code api_conversation_history.json)",
+            "compactctl/formats/anthropic_messages.py",
+            anthropic_messages.to_canonical,
+            anthropic_messages.document_to_canonical,
+        ),
+        Format(
+            "gemini-cli",
+            "Gemini CLI chat recording (chats/session-*.json, or the JSONL upsert log)",
+            "docs/formats.md section 6",
+            gemini_cli.to_canonical,
+            gemini_cli.document_to_canonical,
+        ),
+        Format(
+            "qwen-code",
+            "Qwen Code chat log (~/.qwen/projects/*/chats/<session>.jsonl)",
+            "compactctl/formats/gemini_cli.py",
+            gemini_cli.qwen_to_canonical,
+        ),
+        Format(
             "openhands",
             "OpenHands V0 event list (JSON array, or an eval record with history)",
             "docs/formats.md section 6",
@@ -157,130 +181,77 @@ def known_formats() -> list[str]:
     return list(FORMATS)
 
 
-CODEX_TYPES = frozenset(
-    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state"}
-)
-EXEC_TYPES = frozenset(
-    {
-        "thread.started",
-        "turn.started",
-        "turn.completed",
-        "turn.failed",
-        "item.started",
-        "item.updated",
-        "item.completed",
-    }
-)
-STREAM_TYPES = frozenset(
-    {"system", "user", "assistant", "result", "rate_limit_event", "stream_event"}
-)
-CLAUDE_CONVERSATION = frozenset({"user", "assistant", "system", "attachment", "progress"})
-CLAUDE_METADATA = frozenset(
-    {
-        "file-history-snapshot",
-        "queue-operation",
-        "last-prompt",
-        "custom-title",
-        "ai-title",
-        "permission-mode",
-        "pr-link",
-    }
-)
-CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-
-
 def classify(record: dict[str, Any]) -> str | None:
-    """The format one parsed record most likely belongs to, or ``None``.
+    """The format one parsed record is strong evidence of, or ``None`` (the first such
+    format in :data:`compactctl.formats.detection.SCORERS` order).
 
     >>> classify({"timestamp": "t", "type": "session_meta", "payload": {}})
     'codex-rollout'
     >>> classify({"type": "item.completed", "item": {}})
     'codex-exec'
     """
-    kind = record.get("type")
-    if isinstance(kind, str):
-        if kind in CODEX_TYPES and "payload" in record:
-            return "codex-rollout"
-        if kind in EXEC_TYPES:
-            return "codex-exec"
-        if canonical.looks_canonical(record) and (
-            kind != "message" or "uuid" in record or "turnId" in record
-        ):
-            return "canonical"
-        if kind in STREAM_TYPES and ("session_id" in record or "parent_tool_use_id" in record):
-            return "claude-stream"
-        if (
-            kind in CLAUDE_METADATA
-            or "parentUuid" in record
-            or (kind in CLAUDE_CONVERSATION and ("sessionId" in record or "isSidechain" in record))
-            or (kind == "summary" and "leafUuid" in record)
-        ):
-            return "claude-code"
-        return None
-    if kind is None:
-        if record.get("role") in CHAT_ROLES:
-            return "openai-chat"
-        messages = record.get("messages")
-        if (
-            isinstance(messages, list)
-            and messages
-            and isinstance(messages[0], dict)
-            and messages[0].get("role") in CHAT_ROLES
-        ):
-            return "openai-chat"
-    return None
+    return next(
+        (name for name, score in SCORERS.items() if score(record) == STRONG),
+        next((name for name, score in SCORERS.items() if score(record) == WEAK), None),
+    )
 
 
 def detect(first_records: Sequence[dict[str, Any]]) -> str | None:
-    """The line format of a file from its first parsed records (about 20 are enough).
-
-    Each record votes with :func:`classify`; the format with most votes wins (ties go to the
-    earlier format in :data:`FORMATS`), except that Claude Code metadata records do not
-    outvote canonical records (a canonical file keeps them as OtherEvents). ``None`` when
-    no record is recognised.
-    """
-    votes: Counter[str] = Counter()
-    claude_metadata_only = 0  # claude-code votes from metadata records alone
-    for record in list(first_records)[:50]:
-        if isinstance(record, dict):
-            name = classify(record)
-            if name is not None:
-                votes[name] += 1
-                if name == "claude-code" and record.get("type") in CLAUDE_METADATA:
-                    claude_metadata_only += 1
-    if votes["canonical"] and votes["claude-code"] == claude_metadata_only:
-        # Claude Code metadata records (file-history-snapshot, ...) kept as OtherEvents in a
-        # canonical file are no evidence of a Claude Code file: with no Claude Code
-        # conversation record beside canonical ones, the file is canonical.
-        del votes["claude-code"]
-    if not votes:
-        return None
-    best = max(votes.values())
-    return next(name for name in FORMATS if votes.get(name) == best)
+    """The line format of a file from its first parsed records (about 20 are enough), or
+    ``None`` when no format has the evidence (see :func:`compactctl.formats.detection.examine`:
+    a refusal says what the file looks like)."""
+    return examine(first_records).name
 
 
 def detect_document(doc: Any) -> str | None:
-    """The format of a whole JSON document, or ``None``.
-
-    ``swe-agent`` (``trajectory``/``history``/``info``, or mini-swe-agent ``messages`` with
-    ``trajectory_format``), ``openhands`` (events with ``action``/``observation``, as an
-    array or an eval record's ``history``), ``openai-chat`` (``{"messages": [...]}``).
-    A JSON array of records of a line format gives that format's name; feed it to its
-    ``to_canonical`` as ``enumerate(doc, 1)``.
+    """The format of a whole JSON document, or ``None`` (see :func:`examine_document`).
 
     >>> detect_document({"history": [{"role": "user", "content": "x"}], "trajectory": []})
     'swe-agent'
     >>> detect_document([{"id": 0, "source": "user", "action": "message", "args": {}}])
     'openhands'
     """
+    return examine_document(doc).name
+
+
+def examine_document(doc: Any) -> Detection:
+    """Decide the format of a whole JSON document, by evidence.
+
+    ``swe-agent`` (``trajectory``/``history``/``info``, a history-only trajectory whose
+    ``history`` holds OpenAI chat messages, or mini-swe-agent ``messages`` with
+    ``trajectory_format``), ``openhands`` (events with ``action``/``observation``, as an array
+    or an eval record's ``history``), ``gemini-cli`` (``{sessionId, messages}`` of Gemini
+    message records), ``anthropic-messages`` and ``openai-chat`` (an array of messages, or
+    ``{"messages": [...]}``, whose content has that API's shape). A JSON array of records of a
+    line format gives that format's name; feed it to its ``to_canonical`` as
+    ``enumerate(doc, 1)``. Anything else: a :class:`Detection` without a name whose message
+    says what the document looks like.
+
+    >>> examine_document({"title": "notes", "items": [1, 2]}).shape
+    'a JSON object with keys: title, items'
+    """
     if swe_agent.messages_of(doc) is not None:
-        return "swe-agent"
+        return Detection("swe-agent")
     if openhands.events_of(doc) is not None:
-        return "openhands"
+        return Detection("openhands")
+    if gemini_cli.is_chat_document(doc):
+        return Detection("gemini-cli")
+    if anthropic_messages.messages_of(doc) is not None:
+        return Detection("anthropic-messages")
     if isinstance(doc, dict):
-        if classify(doc) == "openai-chat":
-            return "openai-chat"
-        return None
+        if SCORERS["openai-chat"](doc) == STRONG:
+            return Detection("openai-chat")
+        messages = doc.get("messages")
+        if isinstance(messages, list):
+            found = examine(messages)
+            return Detection(
+                None, found.evidence, "a JSON object whose messages are " + (found.shape), "unknown"
+            )
+        keys = ", ".join(str(k) for k in list(doc)[:12])
+        return Detection(None, [], f"a JSON object with keys: {keys}", "unknown")
     if isinstance(doc, list):
-        return detect([r for r in doc[:50] if isinstance(r, dict)])
-    return None
+        found = examine(doc)
+        if found.name is None:
+            return Detection(None, found.evidence, "a JSON array: " + found.shape, found.reason)
+        return found
+    return Detection(None, [], f"a JSON {type(doc).__name__}", "unknown")

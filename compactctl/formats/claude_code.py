@@ -34,7 +34,9 @@ Mapping:
   (``microcompact_boundary`` included), unknown types. Records of abandoned branches are
   ``foreign`` with ``sourceType: "branch"`` and sidechain (subagent) records ``foreign`` with
   ``sourceType: "sidechain"``; both carry ``recordType``. Foreign events sit at their
-  position in the file.
+  position in the file. A subagent's own file (every conversation record ``isSidechain``,
+  :func:`is_subagent_file`) is read as its own conversation: its first prompt is the task the
+  parent agent gave it.
 """
 
 from __future__ import annotations
@@ -81,6 +83,18 @@ def _leaf(
     return leaf
 
 
+def is_subagent_file(records: list[tuple[int, JSON]]) -> bool:
+    """Whether the file is a subagent's own transcript (``agent-<id>.jsonl``, or
+    ``<session>/subagents/agent-<id>.jsonl``): every conversation record is ``isSidechain``.
+    Such a file is read as its own conversation (issue 17: it used to give 0 messages).
+
+    >>> is_subagent_file([(1, {"type": "user", "isSidechain": True, "uuid": "u"})])
+    True
+    """
+    conversation = [r for _, r in records if r.get("type") in CONVERSATION_TYPES]
+    return bool(conversation) and all(r.get("isSidechain") for r in conversation)
+
+
 def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int, str]]:
     """Indexes (into ``records``) of the current branch, root first, and dangling parents.
 
@@ -89,12 +103,13 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
     """
     by_uuid: dict[str, int] = {}
     order: list[int] = []
+    subagent = is_subagent_file(records)
     for i, (_, rec) in enumerate(records):
         uid = rec.get("uuid")
         if (
             rec.get("type") in CONVERSATION_TYPES
             and isinstance(uid, str)
-            and not rec.get("isSidechain")
+            and (subagent or not rec.get("isSidechain"))
         ):
             by_uuid.setdefault(uid, i)
             order.append(i)
@@ -122,7 +137,81 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
             nxt = order[pos] if pos >= 0 else None
         cur = nxt
     path.reverse()
-    return path, dangling
+    return _with_fanned_results(records, path), dangling
+
+
+def _result_ids(record: JSON) -> list[str]:
+    """The ``tool_use_id`` of each ``tool_result`` block of a user record that holds only
+    tool results (else ``[]``)."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if record.get("type") != "user" or not isinstance(content, list) or not content:
+        return []
+    ids = [
+        b.get("tool_use_id")
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+    if len(ids) != len(content) or not all(isinstance(i, str) for i in ids):
+        return []
+    return [str(i) for i in ids]
+
+
+def _call_ids(record: JSON) -> list[str]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if record.get("type") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        str(b["id"])
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    ]
+
+
+def _message_id(record: JSON) -> str | None:
+    message = record.get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    return mid if record.get("type") == "assistant" and isinstance(mid, str) else None
+
+
+def _with_fanned_results(records: list[tuple[int, JSON]], path: list[int]) -> list[int]:
+    """The branch with the parallel tool calls and results that hang off it.
+
+    Claude Code writes parallel calls as a chain of assistant lines (one per ``tool_use``,
+    all with the ``message.id`` of the one API answer), but each result line's ``parentUuid``
+    is the line of *its own* call, so the branch the leaf names passes through one result
+    only and the other calls and results sit on side branches (seen in Claude Code 2.1.328,
+    ``fixtures/real/`` and the live test: results in either order). Off the branch, in file
+    order, a record belongs to it when its parent is on it (or was added) and it is
+
+    - an assistant line with the ``message.id`` of an assistant line on the branch (another
+      part of the same answer), or
+    - a user line of tool results only, answering calls on the branch that have no result
+      there.
+
+    The branch is in file order (a record is written after its parent), and so is the result.
+    """
+    on_path = set(path)
+    linked = {records[i][1].get("uuid") for i in path}
+    answers = {_message_id(records[i][1]) for i in path} - {None}
+    calls = {cid for i in path for cid in _call_ids(records[i][1])}
+    answered = {rid for i in path for rid in _result_ids(records[i][1])}
+    extra: list[int] = []
+    first = path[0] if path else 0
+    for i in range(first, len(records)):
+        rec = records[i][1]
+        if i in on_path or rec.get("parentUuid") not in linked:
+            continue
+        ids = _result_ids(rec)
+        if _message_id(rec) in answers:
+            calls.update(_call_ids(rec))
+        elif not (ids and all(r in calls and r not in answered for r in ids)):
+            continue
+        extra.append(i)
+        answered.update(ids)
+        linked.add(rec.get("uuid"))
+    return sorted(path + extra) if extra else path
 
 
 def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:

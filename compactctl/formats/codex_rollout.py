@@ -30,7 +30,14 @@ Mapping:
     ``call_id``. A JSON ``{"output", "metadata": {"exit_code"}}`` string is unwrapped to its
     ``output``; ``Exit code: N`` text is kept as the model saw it. ``exitCode`` is recorded
     and ``isError`` set when it is not 0; list outputs become parts;
-  - other items (``web_search_call``, ``compaction``, ``ghost_snapshot``, ...): ``foreign``.
+  - ``tool_search_call`` / ``tool_search_output``: a call (``tool_search``) and its result
+    (the ``tools`` found, as JSON text);
+  - ``web_search_call`` / ``image_generation_call`` (tools the model ran server-side): opaque
+    parts of the assistant message (a generated image as an image part); ``agent_message``:
+    assistant text (issue 17: these were left out of the context);
+  - ``Process exited with code N`` in an ``exec_command`` output header (Codex CLI 0.169.0)
+    counts as the exit code, like ``Exit code: N``;
+  - other items (``compaction``, ``ghost_snapshot``, ...): ``foreign``.
 
 - ``compacted``: a ``summary`` event (``summaryText`` = ``message``, ``triggerMode: "auto"``:
   the rollout does not record the trigger). It replaces the messages since the previous
@@ -46,6 +53,8 @@ call id, everything else ``uuid5`` of the line number (all made unique within th
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -72,8 +81,11 @@ INJECTED_PREFIXES = (
     "<user_shell_command>",
     "<turn_aborted>",
 )
-CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+CALL_TYPES = frozenset(
+    {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
+)
+MODEL_SIDE_TYPES = frozenset({"web_search_call", "image_generation_call"})
+OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 
 
 def _parts(content: Any) -> list[JSON]:
@@ -98,14 +110,25 @@ def _parts(content: Any) -> list[JSON]:
     return parts
 
 
+_EXITED = re.compile(r"^Process exited with code (-?\d+)$", re.M)
+
+
 def _exit_code_from_text(text: str) -> int | None:
+    """The exit code in a shell output's header: ``Exit code: N`` (shell tool) or ``Process
+    exited with code N`` before ``Output:`` (``exec_command``, Codex CLI 0.169.0).
+
+    >>> _exit_code_from_text("Chunk ID: a\\nProcess exited with code 1\\nOutput:\\nx")
+    1
+    """
     if text.startswith("Exit code: "):
         head = text[11:].split("\n", 1)[0].strip()
         try:
             return int(head)
         except ValueError:
             return None
-    return None
+    header = text.split("\nOutput:", 1)[0] if "\nOutput:" in text else ""
+    found = _EXITED.search(header)
+    return int(found.group(1)) if found else None
 
 
 def unwrap_output(output: Any) -> tuple[str | list[JSON], int | None, bool | None]:
@@ -250,8 +273,35 @@ class _Rollout:
             self.call_item(line, ts, payload)
         elif kind in OUTPUT_TYPES:
             self.output_item(line, ts, payload)
+        elif kind in MODEL_SIDE_TYPES:
+            self.model_side_item(line, ts, payload)
+        elif kind == "agent_message":
+            text = next(
+                (payload[k] for k in ("message", "text") if isinstance(payload.get(k), str)), None
+            )
+            parts = [text_part(text)] if text is not None else _parts(payload.get("content"))
+            self.message_item(line, ts, {"role": "assistant", "content": parts})
         else:
             self.emit(foreign("response_item", stable_uuid(SOURCE, line), line, ts, subtype=kind))
+
+    def model_side_item(self, line: int, ts: Any, payload: JSON) -> None:
+        """A tool the model ran on the server side (``web_search_call``,
+        ``image_generation_call``): an opaque part of the assistant message it belongs to,
+        kept in the context (its results are not in the rollout; a generated image is)."""
+        kind = str(payload.get("type"))
+        part: JSON = {k: v for k, v in payload.items() if k != "result"}
+        result = payload.get("result")
+        if kind == "image_generation_call" and isinstance(result, str) and result:
+            part = {
+                "type": "image",
+                "mediaType": "image/png",
+                "data": result,
+                "source": kind,
+                **{k: v for k, v in part.items() if k != "type"},
+            }
+        if self.asst is None or self.asst_text or "toolCalls" in self.asst:
+            self.open_assistant(line, ts)
+        self.asst_parts.append(part)
 
     def message_item(self, line: int, ts: Any, payload: JSON) -> None:
         """A ``message`` item: assistant text, a prompt, or system/injected context."""
@@ -289,7 +339,7 @@ class _Rollout:
             name = "local_shell"
         else:
             args = parse_arguments(payload.get("arguments"))
-            name = payload.get("name") or ""
+            name = payload.get("name") or ("tool_search" if kind == "tool_search_call" else "")
         if self.asst is None:
             self.open_assistant(line, ts, stable_uuid(SOURCE, "call", cid))
         assert self.asst is not None
@@ -302,7 +352,10 @@ class _Rollout:
         """A call output item: one ``tool`` message."""
         self.close()
         cid = str(payload.get("call_id") or "")
-        content, code, success = unwrap_output(payload.get("output"))
+        output = payload.get("output")
+        if output is None and isinstance(payload.get("tools"), list):  # tool_search_output
+            output = json.dumps(payload["tools"], ensure_ascii=False, sort_keys=True)
+        content, code, success = unwrap_output(output)
         preferred = stable_uuid(SOURCE, "output", cid) if cid else None
         event = self.message(line, ts, "tool", self.turns.activity(), preferred)
         event["content"] = content

@@ -61,11 +61,17 @@ def chat_content(content: Any) -> str | list[JSON]:
     'a\\nb'
     >>> chat_content(None)
     ''
+    >>> chat_content({"parts": ["x"]})
+    [{'type': 'opaque', 'value': {'parts': ['x']}}]
     """
     if isinstance(content, str):
         return content
     if content is None:
         return ""
+    if isinstance(content, dict):  # not OpenAI's shape: kept whole, never its Python repr
+        if content.get("type") == "text" and isinstance(content.get("text"), str):
+            return str(content["text"])
+        return [dict(content) if "type" in content else {"type": "opaque", "value": content}]
     if not isinstance(content, list):
         return str(content)
     parts: list[JSON] = []

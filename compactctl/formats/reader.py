@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, TypeVar
 import orjson
 
 from compactctl.errors import InputError, UsageError
-from compactctl.io.files import open_input
+from compactctl.io.files import READ_ERRORS, open_input, read_error
 from compactctl.io.jsonl import (
     BLOCK,
     BOM,
@@ -72,8 +72,8 @@ def read_transcript(
         doc, events = _read_input(
             stream, fmt, lambda blocks: list(read_blocks(blocks)), on_first_block
         )
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+    except READ_ERRORS as exc:
+        raise read_error(exc, path) from None
     return _to_canonical(path, fmt, doc, events)
 
 
@@ -126,10 +126,11 @@ def _to_canonical(
         InputError: the format is unknown. UsageError: ``fmt`` is a whole-document format
             given for JSON lines.
     """
-    from compactctl.formats import FORMATS, detect, detect_document, known_formats
+    from compactctl.formats import FORMATS, examine, examine_document, known_formats
 
     if events is None:
-        name = fmt or detect_document(doc)
+        found = None if fmt else examine_document(doc)
+        name = fmt or (found.name if found else None)
         importer = FORMATS[name].document_to_canonical if name else None
         if name and importer is None and isinstance(doc, list):
             line_importer = FORMATS[name].to_canonical
@@ -137,6 +138,8 @@ def _to_canonical(
                 pairs = [(i, r) for i, r in enumerate(doc, 1) if isinstance(r, dict)]
                 return name, _imported(line_importer(pairs), [])
         if name is None or importer is None:
+            if found is not None:
+                raise InputError(found.message(known_formats()), path=path)
             raise InputError(_unknown_format_message(known_formats()), path=path)
         return name, _imported(importer(doc), [])
     if fmt == "canonical":
@@ -144,15 +147,17 @@ def _to_canonical(
     head50 = [e.data for e in itertools.islice(_records(events), 50)]
     if not head50 and fmt is None:
         _refuse_if_not_json_lines(path, events)
-    name = fmt or (detect(head50) if head50 else "canonical")
+    found = examine(head50) if head50 and fmt is None else None
+    name = fmt or (found.name if found else "canonical")
     if name is None and len(head50) == 1:
-        name = detect_document(head50[0])
-        if name is not None and FORMATS[name].document_to_canonical is not None:
-            importer = FORMATS[name].document_to_canonical
+        single = examine_document(head50[0])
+        if single.name is not None and FORMATS[single.name].document_to_canonical is not None:
+            importer = FORMATS[single.name].document_to_canonical
             assert importer is not None
-            return name, _imported(importer(head50[0]), [])
+            return single.name, _imported(importer(head50[0]), [])
     if name is None:
-        raise InputError(_unknown_format_message(known_formats()), path=path)
+        assert found is not None
+        raise InputError(found.message(known_formats()), path=path)
     if name == "canonical":
         return name, events
     line_importer = FORMATS[name].to_canonical
@@ -164,23 +169,49 @@ def _to_canonical(
 
 def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
     """Refuse a file none of whose lines is a JSON object, unless its only bad lines are
-    blank or a torn last one (a transcript whose first event is still being written).
+    blank or a torn last one that may be the start of a JSON object line (a transcript
+    whose first event is still being written: it opens with ``{`` and holds no NUL byte and
+    no CR; a file of NUL bytes or with CR-only line endings has no ``\\n`` at all, and was
+    read as one torn line).
 
     Raises:
         InputError: a complete line is malformed, not UTF-8 or not an object (a binary
-            file, text that is not JSON lines); names the first such line.
+            file, text that is not JSON lines), or the torn last line cannot begin a JSON
+            object line; names the first such line.
     """
     bad = next(
         (e for e in events if isinstance(e, BadLine) and e.problem not in HARMLESS_PROBLEMS),
         None,
     )
-    if bad is not None:
+    why = bad.problem if bad is not None else None
+    if bad is None:
+        bad = next((e for e in events if isinstance(e, BadLine) and e.problem == "torn"), None)
+        why = _not_an_object_start(bad.raw) if bad is not None and bad.raw else None
+    if bad is not None and why is not None:
         raise InputError(
             f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
-            f"{bad.problem}); compactctl reads canonical JSONL and the formats listed by "
+            f"{why}); compactctl reads canonical JSONL and the formats listed by "
             "`compactctl convert --help`",
             path=path,
         )
+
+
+def _not_an_object_start(torn: bytes) -> str | None:
+    """Why a last line without ``\\n`` cannot be a JSON object line still being written,
+    or ``None`` when it can.
+
+    >>> _not_an_object_start(b'{"type":"sess'), _not_an_object_start(b"\\x00\\x00")
+    (None, 'torn, NUL bytes and no newline')
+    >>> _not_an_object_start(b'{"a":1}\\r{"b":2}\\r')
+    'torn, CR-only line endings (JSON lines end in LF)'
+    """
+    if b"\0" in torn:
+        return "torn, NUL bytes and no newline"
+    if b"\r" in torn.rstrip(b"\r"):
+        return "torn, CR-only line endings (JSON lines end in LF)"
+    if not torn.removeprefix(BOM).lstrip(b" \t").startswith(b"{"):
+        return "torn, no newline and not the start of a JSON object"
+    return None
 
 
 def _records(events: list[Event]) -> Iterator[Event]:
@@ -220,9 +251,11 @@ def first_line_block(read: Callable[[int], bytes]) -> bytes:
 
 def _may_be_document(first: bytes, fmt: str | None) -> bool:
     """Whether a file opening with ``first`` (see :func:`first_line_block`) may be one JSON
-    document (OpenHands, SWE-agent ``.traj``) rather than JSON lines: it opens with ``[``,
-    or with ``{`` on a first line that does not parse alone (pretty-printed JSON)."""
-    if fmt not in (None, "openhands", "swe-agent"):
+    document (OpenHands, SWE-agent ``.traj``, a pretty-printed message list) rather than JSON
+    lines: it opens with ``[``, or with ``{`` on a first line that does not parse alone
+    (pretty-printed JSON). Whatever ``--format`` says, except ``canonical`` (always lines):
+    ``--format openai-chat`` on a JSON document reads the document (issue 17)."""
+    if fmt == "canonical":
         return False
     body = first[3:] if first.startswith(BOM) else first
     found = _NON_SPACE.search(body)

@@ -35,12 +35,38 @@ from compactctl.formats.openai_chat import ChatConverter
 SOURCE = "swe-agent"
 
 
+SWE_KEYS = frozenset({"agent", "message_type", "is_demo", "thought", "action"})
+
+
+def _swe_history(history: list[Any]) -> bool:
+    from compactctl.formats.detection import STRONG, score_openai_chat
+
+    messages = [m for m in history if isinstance(m, dict)]
+    return (
+        len(messages) == len(history)
+        and all(score_openai_chat(m) == STRONG for m in messages)
+        and any(SWE_KEYS & set(m) for m in messages)
+    )
+
+
 def messages_of(doc: Any) -> list[Any] | None:
-    """The message list of a SWE-agent document (``history``, or ``messages`` for mini)."""
+    """The message list of a SWE-agent document (``history``, or ``messages`` for mini).
+
+    A trajectory saved with ``history`` alone (no ``trajectory``/``info``) qualifies when its
+    history holds OpenAI chat messages and at least one SWE-agent key (``agent``,
+    ``message_type``, ``is_demo``, ``thought``, ``action``) (issue 17).
+
+    >>> messages_of({"history": [{"role": "user", "content": "x", "agent": "main"}]})
+    [{'role': 'user', 'content': 'x', 'agent': 'main'}]
+    >>> messages_of({"history": [{"role": "user", "content": "x"}]}) is None
+    True
+    """
     if not isinstance(doc, dict):
         return None
     history = doc.get("history")
     if isinstance(history, list) and ("trajectory" in doc or "info" in doc):
+        return history
+    if isinstance(history, list) and history and _swe_history(history):
         return history
     messages = doc.get("messages")
     if isinstance(messages, list) and ("trajectory_format" in doc or "info" in doc):

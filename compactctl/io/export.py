@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import orjson
-
 from compactctl.errors import UsageError
 from compactctl.io.jsonl import dump_events
 from compactctl.model import Message, dumps
@@ -107,7 +105,7 @@ def to_openai(data: Mapping[str, Any]) -> dict[str, Any]:
                     "name": c.get("name"),
                     "arguments": c["arguments"]
                     if isinstance(c.get("arguments"), str)
-                    else orjson.dumps(c.get("arguments", {})).decode(),
+                    else dumps(c.get("arguments", {})).decode(),
                 },
             }
             for c in calls

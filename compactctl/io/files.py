@@ -1,10 +1,12 @@
 """Discovery, reading, and the one safe append path (docs/design.md section 6).
 
 Every byte compactctl writes into an existing transcript goes through :func:`append_events`:
-under an exclusive ``flock``, one ``os.write`` of whole records, then ``fsync``. The old file
-is always a byte prefix of the new one. Outputs that are not the input transcript (``-o``,
-``--materialize``) go through :func:`write_output`, which writes a temporary file and renames
-it, so a reader never sees half a file.
+under an exclusive ``flock``, after checking that the file is still the one read, one
+``os.write`` of whole records (never into a line still being written), then ``fsync``. The
+old file is always a byte prefix of the new one. Outputs that are not the input transcript
+(``-o``, ``--materialize``) go through :func:`write_output`, which writes a temporary file and
+renames it, so a reader never sees half a file. A path that is not a regular file (a FIFO,
+``/dev/stdin``) is a stream, read once like ``-`` and never appended to (:func:`is_stream`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import hashlib
 import mmap
 import os
 import signal
+import stat
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,7 @@ from typing import BinaryIO
 
 import orjson
 
-from compactctl.errors import InputError, LockTimeout, UsageError, WriteError
+from compactctl.errors import FileChanged, InputError, LockTimeout, UsageError, WriteError
 from compactctl.io.jsonl import parse_line, read_stream
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
 from compactctl.model import Event
@@ -35,10 +39,14 @@ __all__ = [
     "AppendResult",
     "FileIdentity",
     "IdentityReader",
+    "READ_ERRORS",
     "STDIN",
+    "TORN_WAIT",
     "append_events",
     "discover",
+    "is_stream",
     "open_input",
+    "read_error",
     "read",
     "write_output",
 ]
@@ -46,10 +54,33 @@ __all__ = [
 STDIN = "-"
 GZIP_MAGIC = b"\x1f\x8b"
 TRANSCRIPT_SUFFIXES = (".jsonl", ".jsonl.gz")
-TORN_WAIT = 2.0
-"""Seconds a last line without ``\\n`` must stay unchanged (file mtime) before it is taken
-as torn by a crashed writer. A line still being written (the file changed more recently)
-is waited for, up to the lock timeout; an old torn line costs no wait at all."""
+TORN_WAIT = 300.0
+"""Seconds (5 minutes) a last line without ``\\n`` must stay unchanged (file mtime) before
+it is taken as torn by a crashed writer (``--torn-wait``, ``COMPACTCTL_TORN_WAIT``,
+``torn_wait``; ``0``: at once). A younger line may be an agent's line still being written:
+it is waited for up to the lock timeout, then the run gives up writing nothing (exit 75), so
+an agent that pauses mid-line for less than this never gets our records inside its line. An
+old torn line costs no wait at all. It was 2 s, which an agent thinking mid-line exceeded
+(issue 14: 18 of 336 lines split in a 2-minute trial)."""
+
+READ_ERRORS = (OSError, EOFError, zlib.error)
+"""What reading a transcript stream may raise: I/O errors, a gzip stream cut short
+(``EOFError``) or corrupt (``gzip.BadGzipFile`` is an ``OSError``; bad deflate data is a
+``zlib.error``). Readers turn them into an :class:`InputError` with :func:`read_error`."""
+
+ACTIVE_S = 0.25
+"""Seconds since its last change under which a file ending with ``\\n`` counts as being
+written: the append then waits for the next line to end (looking every :data:`POLL_S`) and
+writes right after it, when a new line is least likely to begin."""
+
+POLL_S = 0.001
+"""Seconds between two looks at a file being written (a ``fstat`` and a 1-byte ``pread``)."""
+
+HASH_BLOCK = 1 << 20
+"""Bytes hashed at a time when the bytes read are checked again before an append (1 MiB)."""
+
+_FD_PATHS = ("/dev/stdin", "/dev/fd/", "/proc/")
+"""Path prefixes that name an open descriptor (or a kernel file) rather than a transcript."""
 
 
 class NoTranscripts(InputError):
@@ -59,11 +90,32 @@ class NoTranscripts(InputError):
     exit_code = 0
 
 
-def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
+DOCUMENT_SUFFIXES = (".json", ".traj")
+"""Whole-document transcripts a folder run finds when asked (``discover(documents=True)``)."""
+
+
+def recognised_document(path: Path) -> bool:
+    """Whether a ``.json``/``.traj`` file is a transcript a reader knows (by evidence:
+    :func:`compactctl.formats.examine_document`), never arbitrary JSON (issue 17)."""
+    from compactctl.formats import examine_document
+
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return examine_document(doc).name is not None
+
+
+def discover(
+    paths: Sequence[str], *, documents: bool = False
+) -> tuple[list[str], list[InputError]]:
     """Expand PATHS into transcript files, in a stable order.
 
     Files are taken as given (any name); folders are searched recursively for ``*.jsonl``
-    and ``*.jsonl.gz`` (sorted); ``-`` means standard input and may appear once.
+    and ``*.jsonl.gz`` (sorted), and with ``documents`` (opt-in) also for the ``*.json`` and
+    ``*.traj`` files a reader recognises (:func:`recognised_document`: Gemini CLI sessions,
+    Cline histories, SWE-agent trajectories, ...); ``-`` means standard input and may appear
+    once.
 
     Returns:
         ``(files, errors)``: the files to process, and one :class:`InputError` per path that
@@ -82,7 +134,15 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
                 candidates = sorted(
                     str(f)
                     for f in p.rglob("*")
-                    if f.name.endswith(TRANSCRIPT_SUFFIXES) and f.is_file()
+                    if f.is_file()
+                    and (
+                        f.name.endswith(TRANSCRIPT_SUFFIXES)
+                        or (
+                            documents
+                            and f.name.endswith(DOCUMENT_SUFFIXES)
+                            and recognised_document(f)
+                        )
+                    )
                 )
                 if not candidates:
                     errors.append(
@@ -98,6 +158,51 @@ def discover(paths: Sequence[str]) -> tuple[list[str], list[InputError]]:
                 seen.add(c)
                 files.append(c)
     return files, errors
+
+
+def is_stream(path: str) -> bool:
+    """Whether PATH is read as a stream, with the semantics of ``-``: read once, the output
+    to stdout, never appended to.
+
+    True for ``-``; for anything that exists and is neither a regular file nor a folder (a
+    FIFO, a character device, a socket); and for a path that names an open descriptor,
+    directly or through symlinks (``/dev/stdin``, ``/dev/fd/N``, ``/proc/self/fd/N``, or
+    any file under ``/proc``): ``rules /dev/stdin < f.jsonl`` reads f.jsonl but must not
+    append to it, the shell redirect being no request to change that file.
+
+    >>> is_stream("-"), is_stream("/dev/stdin"), is_stream("/no/such/file")
+    (True, True, False)
+    """
+    if path == STDIN:
+        return True
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return not stat.S_ISDIR(st.st_mode)
+    hop = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit of symlinks in a path
+        if hop.startswith(_FD_PATHS):
+            return True
+        try:
+            target = os.readlink(hop)
+        except OSError:
+            return False
+        hop = os.path.normpath(os.path.join(os.path.dirname(hop), target))
+    return False
+
+
+def read_error(exc: BaseException, path: str) -> InputError:
+    """The :class:`InputError` (exit 3) for an error of :data:`READ_ERRORS` while reading
+    PATH; corrupt gzip data is named as such.
+
+    >>> str(read_error(zlib.error("Error -3 while decompressing data"), "a.jsonl.gz"))
+    'a.jsonl.gz: cannot read: corrupt gzip data (Error -3 while decompressing data)'
+    """
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile)):
+        return InputError(f"cannot read: corrupt gzip data ({exc})", path=path)
+    return InputError(f"cannot read: {exc}", path=path)
 
 
 @dataclass(frozen=True)
@@ -211,8 +316,8 @@ def read(path: str) -> Iterator[Event]:
     with open_input(path) as stream:
         try:
             yield from read_stream(stream)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise InputError(f"cannot read: {exc}", path=path) from None
+        except READ_ERRORS as exc:
+            raise read_error(exc, path) from None
 
 
 @dataclass(frozen=True)
@@ -248,57 +353,88 @@ def append_events(
     *,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     torn_wait: float = TORN_WAIT,
+    identity: FileIdentity | None = None,
 ) -> AppendResult:
     """Append events to a transcript safely: the one write path into an existing file.
 
-    Under an exclusive ``flock``: events whose ``uuid`` is already the uuid of a record in
-    the file are skipped (idempotence: layers derive uuids from their content; a malformed or
-    torn line that merely contains the uuid, such as a record cut short by a crash, does not
-    count, so a re-run writes the event whole); if the file does not end in ``\\n``, wait for
-    the writer to finish the line (up to ``lock_timeout`` from the start), unless the line
-    has not changed for ``torn_wait`` seconds: then it is torn (left in place) and our
-    records start on a new line; write every record in one ``os.write`` and ``fsync``. If
-    the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is truncated back to its
-    old size, so no partial record is left and the old bytes are intact. A process killed
+    The file is opened once more, ``O_RDWR | O_APPEND`` (which an append-only file,
+    ``chattr +a``, allows), and never mapped for writing: it is read with ``pread`` and a
+    private read-only ``mmap``. Then, under an exclusive ``flock``:
+
+    1. with ``identity`` (what :class:`~compactctl.session.Session` read), the file must
+       still be the one read: the same device and inode, still named by ``path``, at least
+       as long, and its first ``identity.size`` bytes unchanged (SHA-256, re-hashed in blocks
+       of :data:`HASH_BLOCK`; measured 0.2 s per 100 MB here). Otherwise :class:`FileChanged`
+       (exit 75; nothing written), whose ``replan`` tells the job to plan once more on the
+       new content; a file deleted since the read is a :class:`WriteError` (exit 3);
+    2. events whose ``uuid`` is already the uuid of a record in the file are skipped
+       (idempotence: layers derive uuids from their content; a malformed or torn line that
+       merely contains the uuid, such as a record cut short by a crash, does not count, so a
+       re-run writes the event whole);
+    3. if the file does not end in ``\\n``, its last line may be an agent's line still being
+       written: it is waited for, up to ``lock_timeout`` from the start, and at that deadline
+       the run gives up with :class:`LockTimeout` (exit 75), writing nothing. Only a line
+       unchanged for ``torn_wait`` seconds (file mtime; :data:`TORN_WAIT`, 5 minutes) is
+       taken as torn by a crashed writer: it is left in place and our records start on a new
+       line. A last line that is one of ``events`` whole but for its ``\\n`` (our own run,
+       killed just before the end of its write) is ended at once. A file that ends with
+       ``\\n`` but changed in the last :data:`ACTIVE_S` is being written: the write waits
+       for the next line to end and follows it at once (:func:`_wait_for_line_end`);
+    4. every record is written in one ``os.write``, then ``fsync``. If bytes that do not end
+       a line came in between the check of 3 and the write (an agent beginning a line in
+       those microseconds), :class:`WriteError` says so (:func:`_check_line_start`). With
+       ``identity``, ``path`` must still name the file written, else :class:`FileChanged`
+       (moved during the append: the events are in the file it named; ``replan`` False) or
+       :class:`WriteError` (deleted: the events are lost with it), never a success.
+
+    If the write fails part way (disk full, ``RLIMIT_FSIZE``), the file is truncated back to
+    its old size, so no partial record is left and the old bytes are intact (an append-only
+    file cannot be truncated: the error says where the partial bytes are). A process killed
     during the write (SIGKILL, power loss) can leave a torn partial record; it is kept and
-    skipped like any torn line, and the next run appends the events whole after it (if the
-    kill left one of the records whole but for its ``\\n``, the next run ends that line
-    instead of writing the record twice).
+    skipped like any torn line, and the next run appends the events whole after it.
 
     A writer that does not take the lock (an agent) is waited for when it is mid-line; the
     payload is built and the file scanned before that check, which re-reads the size, so only
-    the system calls between the check and the write remain as a window in which an agent
-    starting a new line in several ``write()`` calls could be joined by our record (an agent
-    writing each line with one ``write()``, as ``O_APPEND`` writers do, is never split).
+    the system calls between the check and the write (microseconds) remain as a window in
+    which an agent *starting* a new line with several ``write()`` calls could be joined by
+    our record. No check can close it without the writer's cooperation (Linux has no
+    conditional append); writing right after an active writer's line ends keeps the window
+    away from its line starts (1,000 trials in tests/system/test_live_writer.py: no split),
+    and step 4 reports the case. An agent writing each line with one ``write()``, as
+    ``O_APPEND`` writers do, is never split.
 
     A gzip-compressed transcript is never appended to (plain lines after a gzip stream would
-    make it unreadable): the caller gets a :class:`UsageError` and must pass ``-o``.
+    make it unreadable): the caller gets a :class:`UsageError` and must pass ``-o``; so is a
+    stream (:func:`is_stream`: ``-``, a FIFO, ``/dev/stdin``).
 
     Args:
-        path: the transcript (must exist; not ``-``).
+        path: the transcript (must exist; a regular file).
         events: new events, each with a ``uuid``.
-        lock_timeout: seconds to wait for the lock.
+        lock_timeout: seconds to wait for the lock, and for a line being written.
         torn_wait: seconds a last line without ``\\n`` must stay unchanged to count as torn
-            (:data:`TORN_WAIT`; ``COMPACTCTL_TORN_WAIT`` / ``torn_wait`` in the CLI).
+            (:data:`TORN_WAIT`; ``--torn-wait`` / ``COMPACTCTL_TORN_WAIT`` / ``torn_wait`` in
+            the CLI; ``0`` takes it as torn at once).
+        identity: the bytes the events were planned from; ``None`` skips step 1.
 
     Raises:
         LockTimeout: the lock was held by another process for ``lock_timeout`` seconds, or
             the last line was still being written when that time was up.
-        WriteError: the file cannot be opened for writing, or the write failed (nothing
-            partial remains, unless another process appended after the partial bytes).
-        UsageError: ``path`` is ``-`` or a gzip-compressed file (nothing was written).
+        FileChanged: the file is not the one read (see 1 and 4).
+        WriteError: the file cannot be opened for writing, was deleted, or the write failed
+            (nothing partial remains, unless another process appended after the partial
+            bytes or the file is append-only).
+        UsageError: ``path`` is a stream or a gzip-compressed file (nothing was written).
     """
-    if path == STDIN:
-        raise UsageError("cannot append to standard input")
+    if is_stream(path):
+        if path == STDIN:
+            raise UsageError("cannot append to standard input")
+        raise UsageError(
+            "is not a regular file (a FIFO, a device, /dev/stdin): it is read as a stream, "
+            "never appended to",
+            path=path,
+        )
     _ignore_sigxfsz()
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
-    except PermissionError:
-        raise WriteError(
-            "file is read-only; nothing was written. Use -o FILE to write a copy.", path=path
-        ) from None
-    except OSError as exc:
-        raise WriteError(f"cannot open for append: {exc.strerror}", path=path) from None
+    fd = _open_for_append(path, identity)
     try:
         started = time.monotonic()
         with exclusive_lock(fd, path, lock_timeout):
@@ -309,37 +445,179 @@ def append_events(
                     "transcript (nothing was written). Pass -o FILE to write the result",
                     path=path,
                 )
+            if identity is not None:
+                _check_identity(fd, path, identity)
             fresh, own_tail = _not_in_file(fd, size, events)
             if not fresh and not own_tail:
                 return AppendResult(0, len(events), 0, False, size)
             records = b"".join(e.to_json() + b"\n" for e in fresh)
-            size, torn = _wait_for_line_end(fd, path, torn_wait, started + lock_timeout)
+            size, torn = _wait_for_line_end(
+                fd, path, torn_wait, started + lock_timeout, size if own_tail else -1
+            )
             payload = b"\n" + records if torn else records
             start = _write_whole(fd, path, payload) if payload else size
+            if payload:
+                _check_line_start(fd, path, size, start)
+            if identity is not None and payload:
+                _check_still_named(fd, path, len(payload))
             return AppendResult(len(fresh), len(events) - len(fresh), len(payload), torn, start)
     finally:
         os.close(fd)
 
 
+def _open_for_append(path: str, identity: FileIdentity | None) -> int:
+    """``os.open(path, O_RDWR | O_APPEND)``; the errors as the user should read them.
+
+    Raises:
+        WriteError: read-only, deleted since it was read (``identity`` given), or another
+            ``OSError``.
+    """
+    try:
+        return os.open(path, os.O_RDWR | os.O_APPEND)
+    except FileNotFoundError:
+        if identity is not None:
+            raise WriteError(
+                "was deleted or moved after it was read; nothing was written (no file has "
+                "that name now)",
+                path=path,
+            ) from None
+        raise WriteError("cannot open for append: no such file", path=path) from None
+    except PermissionError:
+        raise WriteError(
+            "file is read-only; nothing was written. Use -o FILE to write a copy.", path=path
+        ) from None
+    except OSError as exc:
+        raise WriteError(f"cannot open for append: {exc.strerror}", path=path) from None
+
+
+def _check_identity(fd: int, path: str, identity: FileIdentity) -> None:
+    """Check, under the lock, that ``fd`` is the file read as ``identity`` and that ``path``
+    still names it: same device and inode, at least ``identity.size`` bytes, those bytes
+    unchanged (SHA-256 in blocks of :data:`HASH_BLOCK`, one buffer reused).
+
+    Raises:
+        FileChanged: rotated or replaced (another inode), moved away, truncated, or
+            rewritten in place; nothing was written. WriteError: deleted.
+    """
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) != (identity.device, identity.inode):
+        raise FileChanged(
+            "was replaced after it was read (rotated, or rewritten as a new file); nothing "
+            "was written",
+            path=path,
+        )
+    _check_named(fd, path, st, "after it was read", "; nothing was written", replan=True)
+    if st.st_size < identity.size:
+        raise FileChanged(
+            f"was truncated after it was read ({st.st_size} bytes, {identity.size} were read); "
+            "nothing was written",
+            path=path,
+        )
+    if _prefix_sha256(fd, identity.size) != identity.sha256:
+        raise FileChanged(
+            "was rewritten after it was read (its first bytes changed); nothing was written",
+            path=path,
+        )
+
+
+def _check_named(
+    fd: int, path: str, st: os.stat_result, when: str, then: str, *, replan: bool
+) -> None:
+    """Raise unless ``path`` names the file open as ``fd`` (``st``: its ``fstat``); the
+    message says what happened ``when``, then ``then``.
+
+    Raises:
+        WriteError: the file was deleted. FileChanged: ``path`` names another file now, or
+            nothing (the file was moved).
+    """
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        named = None
+    if named is not None and (named.st_dev, named.st_ino) == (st.st_dev, st.st_ino):
+        return
+    if os.fstat(fd).st_nlink == 0:
+        raise WriteError(f"was deleted {when}{then}", path=path)
+    what = "moved (no file has that name now)"
+    if named is not None:
+        what = "replaced (moved, and another file has that name now: rotated?)"
+    raise FileChanged(f"was {what} {when}{then}", path=path, replan=replan)
+
+
+def _check_still_named(fd: int, path: str, written: int) -> None:
+    """After the write: ``path`` must still name the file written, else the run must not
+    report success (the events are where ``path`` no longer points)."""
+    _check_named(
+        fd,
+        path,
+        os.fstat(fd),
+        "during the append",
+        f": the {written} bytes appended went to the file it named before, not to the file "
+        "it names now. Re-run to compact the file it names now",
+        replan=False,
+    )
+
+
+def _prefix_sha256(fd: int, size: int) -> str:
+    """Hex SHA-256 of the first ``size`` bytes of ``fd``, read in blocks of
+    :data:`HASH_BLOCK` into one reused buffer (memory: one block, whatever the size)."""
+    digest = hashlib.sha256()
+    buf = bytearray(HASH_BLOCK)
+    view = memoryview(buf)
+    pos = 0
+    while pos < size:
+        n = os.preadv(fd, [view[: min(HASH_BLOCK, size - pos)]], pos)
+        if n <= 0:
+            break  # shorter than it was a moment ago: the digest will differ
+        digest.update(view[:n])
+        pos += n
+    return digest.hexdigest()
+
+
 def _not_in_file(fd: int, size: int, events: Sequence[Event]) -> tuple[list[Event], bool]:
     """``(fresh, own_tail)``: the events whose uuid is not that of a record in the first
-    ``size`` bytes, and whether the file ends in one of ``events`` without its ``\\n``.
+    ``size`` bytes, and whether the file's last line, without its ``\\n``, is one of
+    ``events`` (whole, or cut short after its uuid).
 
     ``"uuid":"..."`` is searched for, and a match counts only when its whole line parses as
     an object with that ``uuid``. A record cut short by a crash, or a malformed line, does
     not hide an event that was never written whole. A last line that is one of our records,
     whole but for its ``\\n`` (a crash just before the end of the write), counts as written;
-    ``own_tail`` tells the caller to end that line, so replay sees it.
+    ``own_tail`` tells the caller to end that line at once, so replay sees it. So does a last
+    line that begins like one of our records through its uuid (a crash during the write):
+    the uuid derives from the content planned, so no agent writes it, and no other
+    compactctl is writing while we hold the lock.
+
+    The file is mapped private and read-only (``MAP_PRIVATE``, ``PROT_READ``): the kernel
+    refuses a shared mapping of an append-only file opened for writing.
     """
     if size == 0:
         return list(events), False
-    with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+    with mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ) as mm:
         fresh = [e for e in events if e.uuid is None or not _has_record(mm, e.uuid)]
         own_tail = False
         if mm[size - 1 : size] != b"\n":
-            tail = parse_line(mm[mm.rfind(b"\n") + 1 :]).uuid
-            own_tail = tail is not None and any(e.uuid == tail for e in events)
+            start = mm.rfind(b"\n") + 1
+            own_tail = _begins_like_ours(mm[start : start + 512], events)
+            if not own_tail:
+                tail = parse_line(mm[start:]).uuid
+                own_tail = tail is not None and any(e.uuid == tail for e in events)
         return fresh, own_tail
+
+
+def _begins_like_ours(head: bytes, events: Sequence[Event]) -> bool:
+    """Whether ``head`` (a last line's first bytes) is one of ``events``' lines through its
+    ``"uuid":"..."`` field."""
+    for e in events:
+        if e.uuid is None:
+            continue
+        line = e.to_json()
+        end = line.find(b'"uuid":' + orjson.dumps(e.uuid))
+        if end >= 0:
+            end += len(b'"uuid":') + len(orjson.dumps(e.uuid))
+            if len(head) >= end and head[:end] == line[:end]:
+                return True
+    return False
 
 
 def _has_record(mm: mmap.mmap, uuid: str) -> bool:
@@ -356,41 +634,71 @@ def _has_record(mm: mmap.mmap, uuid: str) -> bool:
     return False
 
 
-def _wait_for_line_end(fd: int, path: str, quiet: float, deadline: float) -> tuple[int, bool]:
-    """Return ``(size, torn)`` of the file as it is now, once its last byte is ``\\n`` or its
-    last line is torn.
+def _wait_for_line_end(
+    fd: int, path: str, quiet: float, deadline: float, ours_at: int = -1
+) -> tuple[int, bool]:
+    """Return ``(size, torn)`` of the file as it is now, at a moment when an agent writing
+    it is least likely to begin a line: the file ends with ``\\n`` and either has been
+    unchanged for :data:`ACTIVE_S`, or a line has just ended (its size changed since the
+    previous look, :data:`POLL_S` ago). Or its last line is torn: unchanged for ``quiet``
+    seconds (its writer crashed), or the file is still ``ours_at`` bytes long, ending in a
+    record of ours.
 
     The size is re-read each time, so the check is made just before the write (an agent may
-    have appended while we scanned the file). A last line without ``\\n`` is torn when the
-    file has not changed for ``quiet`` seconds (its writer crashed); while it keeps changing
-    or is younger than that, a writer is mid-line and we wait for it.
+    have appended while we scanned the file). An agent's line starts at unknown moments, so
+    writing right after one of its lines ended, or once it has been idle, keeps the window
+    between this check and the write (microseconds, :func:`append_events`) away from them.
 
     Raises:
-        LockTimeout: at ``deadline`` (monotonic) the line is still being written; nothing
-            was written by us, and a retry later will find the line complete.
+        LockTimeout: at ``deadline`` (monotonic) the last line is still being written;
+            nothing was written by us, and a retry later will find the line complete.
     """
+    last = -1
     while True:
         st = os.fstat(fd)
         size = st.st_size
-        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-            return size, False
         age = time.time() - st.st_mtime
-        if age >= quiet:
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            idle = not 0 <= age < ACTIVE_S  # an mtime in the future: not a writer's clock
+            if idle or 0 <= last != size or time.monotonic() >= deadline:
+                return size, False
+        elif age >= quiet or size == ours_at:
             return size, True
-        if time.monotonic() >= deadline:
+        elif time.monotonic() >= deadline:
             raise LockTimeout(
-                "the file ends mid-line and another process is still writing that line; "
-                "nothing was written. Retry later, or raise --lock-timeout.",
+                "the file ends mid-line and another process is still writing that line "
+                f"(last change {age:.1f}s ago; a line counts as torn by a crashed writer "
+                f"after {quiet:g}s unchanged, --torn-wait); nothing was written. Retry "
+                "later, or raise --lock-timeout.",
                 path=path,
             )
-        time.sleep(max(0.005, min(0.05, quiet - age)))
+        last = size
+        time.sleep(POLL_S)
+
+
+def _check_line_start(fd: int, path: str, checked: int, start: int) -> None:
+    """After the write: raise if an agent's partial line got in between the check (the file
+    was ``checked`` bytes, ending a line) and our write (which began at ``start``).
+
+    Raises:
+        WriteError: our records are inside that agent line (exit 3; never a success).
+    """
+    if start == checked or os.pread(fd, 1, start - 1) == b"\n":
+        return  # nothing, or whole lines, came in between
+    raise WriteError(
+        f"another process began a line in the moment between compactctl's check and its "
+        f"write: our records (at byte {start}) are inside that line, which is split in two "
+        "malformed lines; no other byte changed. A re-run appends the records whole",
+        path=path,
+    )
 
 
 def _write_whole(fd: int, path: str, payload: bytes) -> int:
     """One ``os.write`` of ``payload``, then fsync; return the offset where it begins.
 
     On failure our bytes are cut off again (the file is truncated to where they begin),
-    unless another writer has appended after them: its bytes are never cut.
+    unless another writer has appended after them (its bytes are never cut) or the file is
+    append-only (it cannot be truncated).
     """
     written = 0
     try:
@@ -404,15 +712,19 @@ def _write_whole(fd: int, path: str, payload: bytes) -> int:
         return os.lseek(fd, 0, os.SEEK_CUR) - written
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        start, restored = os.fstat(fd).st_size, True
+        start, restored, why = os.fstat(fd).st_size, True, "another process appended after them"
         if written:
             end = os.lseek(fd, 0, os.SEEK_CUR)
             start, restored = end - written, False
-            with contextlib.suppress(OSError):
+            try:
                 if os.fstat(fd).st_size == end:
                     os.ftruncate(fd, start)
                     os.fsync(fd)
                     restored = True
+            except PermissionError:
+                why = "the file is append-only"
+            except OSError:
+                pass
         if restored:
             raise WriteError(
                 f"append failed ({reason}); the file was restored to its previous "
@@ -421,8 +733,7 @@ def _write_whole(fd: int, path: str, payload: bytes) -> int:
             ) from None
         raise WriteError(
             f"append failed ({reason}); {written} bytes of a partial record remain at byte "
-            f"{start} (another process appended after them, so they were not cut); the bytes "
-            "before them are intact",
+            f"{start} ({why}, so they were not cut); the bytes before them are intact",
             path=path,
         ) from None
 

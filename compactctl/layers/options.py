@@ -208,6 +208,9 @@ class CompactOptions:
         format: ``sections`` or ``task-state`` (config key ``summary_format``).
         max_summary_chars: summary budget in chars; ``None`` = :data:`SECTIONS_MAX_CHARS`
             for sections, :data:`TASK_STATE_MAX_CHARS` for the task-state display summary.
+        max_summary_tokens: budget of the whole summary in tokens, task-state JSON included
+            (issue 15 point 4: about 4,000 tokens, the L2 tier of MoonHub's compactor with
+            room for the task state); the ledger is compressed before anything is cut.
         model: ``None`` or ``"extractive"`` for the built-in summarizer, ``"session"`` for
             the model the transcript records, or a litellm model name.
         instructions: the user's focus, added to the prompt.
@@ -237,6 +240,7 @@ class CompactOptions:
     keep_recent: int = 10
     format: str = setting("sections", key="summary_format")
     max_summary_chars: int | None = None
+    max_summary_tokens: int = 4000
     model: str | None = None
     instructions: str = ""
     pin_patterns: tuple[str, ...] = setting(DEFAULT_PIN_PATTERNS, key="pin_patterns", extends=True)
@@ -256,6 +260,8 @@ class CompactOptions:
             raise UsageError(f"unknown format {self.format!r}; use sections or task-state")
         if self.keep_recent < 0:
             raise UsageError("keep_recent must be 0 or more")
+        if self.max_summary_tokens < 1:
+            raise UsageError("max_summary_tokens must be 1 or more")
 
     @property
     def summary_budget(self) -> int:
@@ -278,7 +284,10 @@ class TiersOptions:
         model: rewrite L1 and L0 with this litellm model (validated), or ``None`` for the
             deterministic derivation (:func:`~compactctl.layers.tiers.derive_tiers`); config
             key ``tiers_model``.
+        redact: redact secrets from the tier texts (and from what a model rewrite is sent),
+            as ``compact`` does; config key ``redact``.
     """
 
     tier: str = "auto"
     model: str | None = setting(None, key="tiers_model")
+    redact: bool = True

@@ -104,8 +104,18 @@ _CONSTRAINT = constraint_re(PINNED)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
 
+def _standing(sentence: str) -> bool:
+    """A pin-worthy constraint: a pin word (``always``, ``only`` too) that
+    :func:`~compactctl.summarize.extractive.intent.states_constraint` reads as a standing
+    instruction, not a task (issue 15, point 2)."""
+    from compactctl.summarize.extractive.intent import states_constraint
+
+    return _CONSTRAINT.search(sentence) is not None and states_constraint(sentence)
+
+
 def user_constraints(texts: Iterable[str], limit: int = 20) -> list[str]:
-    """Sentences of user messages that state a constraint ("do not...", "must", "keep...").
+    """Sentences of user messages that state a standing instruction ("do not...", "never",
+    "always...", "keep X as it is"), tasks left out ("add X and make sure Y").
 
     Each is kept verbatim (at most 300 chars), first occurrence first, at most ``limit``.
 
@@ -117,7 +127,7 @@ def user_constraints(texts: Iterable[str], limit: int = 20) -> list[str]:
     for text in texts:
         for sentence in _SENTENCE.split(text):
             s = sentence.strip().lstrip("-*• ").strip()
-            if s and len(s) <= 300 and _CONSTRAINT.search(s) and s.lower() not in seen:
+            if s and len(s) <= 300 and _standing(s) and s.lower() not in seen:
                 seen.add(s.lower())
                 out.append(s)
                 if len(out) >= limit:
@@ -145,12 +155,22 @@ def select_span(
     """The messages of the effective context a summary replaces (in order).
 
     keep_recent keeps the newest ``keep_recent`` messages, extended back so no tool block is
-    split and so the newest turn is always kept whole; full_replace takes every message.
+    split and so the newest turn is kept whole, unless that leaves nothing to summarize (one
+    long autonomous turn): then the turn's older tool blocks are summarized; full_replace
+    takes every message but the newest tool block when one of its calls has no result yet
+    (it is still running).
     Pinned messages (system, the first user message, ``pinned: true``, pin patterns) and
     the earlier summary are never in the span.
     """
     if strategy == "full_replace":
         start = len(view)
+        # a call still waiting for its result stays, with all after it: the result will
+        # arrive after the summary and must find its call (issue 15, point 14)
+        last = next((i for i in range(len(view) - 1, -1, -1) if view[i].tool_calls), None)
+        if last is not None:
+            answered = {m.tool_call_id for m in view[last:] if m.role == "tool"}
+            if any(c.get("id") not in answered for c in view[last].tool_calls):
+                start = last
     else:
         start = max(0, len(view) - keep_recent)
         blocks = tool_block_keys(view)
@@ -159,11 +179,22 @@ def select_span(
             key = blocks.get(view[start].uuid or "")
             if key is not None and key in index:
                 start = min(start, index[key])
+        within_turn = start
         last_turn = max((m.turn or 0 for m in view if "summaryOf" not in m.data), default=0)
         for i, m in enumerate(view):
             if "summaryOf" not in m.data and (m.turn or 0) == last_turn and m.role == "user":
                 start = min(start, i)
                 break
+        span = [
+            m
+            for m in view[:start]
+            if "summaryOf" not in m.data and not _pinned(m, first_user, patterns)
+        ]
+        if span or within_turn == start:
+            return span
+        # One long turn (an autonomous run): its older tool blocks are summarized, the
+        # newest keep_recent messages kept, no block split (issue 15, point 6).
+        start = within_turn
     return [
         m
         for m in view[:start]
@@ -174,8 +205,8 @@ def select_span(
 def _redact_result(result: SummaryResult) -> SummaryResult:
     """The summary with secrets redacted from every string (JSON stays valid for task-state).
 
-    Redacting the (small) result instead of the (possibly huge) inputs is enough for what is
-    stored and later sent to a model; the litellm backend also redacts its prompt.
+    The request was redacted before the summarizer read it; this is the second line of
+    defence (a model's answer could hold what it was never sent).
     """
     from compactctl.summarize.redact import redact
 
@@ -555,19 +586,40 @@ def _summarize(
         original = dict(originals.get(m.uuid, m).data)
         original.setdefault("turnId", m.turn)
         messages.append(original)
-    users = [e.text for e in log if isinstance(e, Message) and is_real_user(e.data)]
+    from compactctl.summarize.extractive.intent import spoken_by_user
+
+    spoken = [
+        e
+        for e in log
+        if isinstance(e, Message) and is_real_user(e.data) and spoken_by_user(e.data, e.text)
+    ]
+    users = [e.text for e in spoken]
     constraints = user_constraints(users)
+    latest = None
+    if spoken:
+        turn = spoken[-1].turn
+        latest = (f"T{turn}" if isinstance(turn, int) else "", spoken[-1].text)
     engine = summarizer or make_summarizer(opts, session_model)
 
     def request(msgs: list[dict[str, Any]], prior_state: SummaryResult | None) -> SummaryRequest:
-        return SummaryRequest(
+        req = SummaryRequest(
             messages=msgs,
             prior=prior_state,
             format=opts.format,  # type: ignore[arg-type]
             max_chars=opts.summary_budget,
+            max_tokens=opts.max_summary_tokens,
             instructions=opts.instructions,
             pinned_constraints=constraints,
+            first_request=users[0] if users else "",
+            latest_request=latest,
         )
+        if not opts.redact:
+            return req
+        # redacted before any summarizer reads it: what a summary clips or quotes
+        # (half a token, a key body without its BEGIN line) was already redacted whole
+        from compactctl.summarize.redact import redact_request
+
+        return redact_request(req)
 
     from compactctl.summarize.litellm import ContextTooLong
 

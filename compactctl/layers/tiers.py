@@ -100,6 +100,7 @@ __all__ = [
     "bullet_priority",
     "derive_tiers",
     "parse_tier",
+    "redact_tiers",
     "rewrite_tiers_with_model",
     "select_tier",
 ]
@@ -542,6 +543,28 @@ def rewrite_tiers_with_model(
     return {name: out[name] for name in TIERS}
 
 
+def redact_tiers(tiers: Mapping[str, str], fmt: str) -> dict[str, str]:
+    """``tiers`` with secrets redacted (:func:`compactctl.summarize.redact.redact`); a
+    ``task-state`` tier stays valid JSON (its strings are redacted one by one if redacting
+    the text whole would break it). A tier without secrets is returned unchanged.
+
+    >>> redact_tiers({"L0": "- set PASSWORD=hunter22 in CI"}, "sections")
+    {'L0': '- set PASSWORD=[REDACTED:assigned-secret] in CI'}
+    """
+    from compactctl.summarize.redact import redact, redact_value
+
+    out = {}
+    for name, text in tiers.items():
+        new = redact(text)
+        if new is not text and fmt == "task-state":
+            try:
+                json.loads(new)
+            except ValueError:
+                new = _state_json(redact_value(json.loads(text)))
+        out[name] = new
+    return out
+
+
 # --------------------------------------------------------------------------- the layer
 
 
@@ -554,6 +577,7 @@ def plan_tiers(
     context_window: int | None = None,
     summarizer: Summarizer | None = None,
     budgets: Mapping[str, int] = TIER_BUDGETS,
+    redact: bool = True,
 ) -> tuple[SummaryEvent | None, dict[str, Any]]:
     """Decide the tiers of a session's newest summary: the superseding SummaryEvent, if any.
 
@@ -574,6 +598,8 @@ def plan_tiers(
         context_window: the window in tokens, or ``None``.
         summarizer: rewrite L1 and L0 with this model (validated), or ``None``.
         budgets: tier budgets in tokens.
+        redact: redact secrets from new tier texts (:func:`redact_tiers`); tiers already
+            on the summary are kept as they are.
 
     Returns:
         ``(event, report)``; report: ``{"summary", "tiers": {L: tokens}, "selectedTier",
@@ -614,6 +640,8 @@ def plan_tiers(
         tiers = derive_tiers(old.summary_text, fmt, counter, budgets)
         if summarizer is not None:
             tiers = rewrite_tiers_with_model(summarizer, tiers, counter, budgets, fmt=fmt)
+        if redact:
+            tiers = redact_tiers(tiers, fmt)
         sizes = {k: counter.count(v) for k, v in tiers.items()}
     if tier == "auto":
         messages = sum(1 for e in log if isinstance(e, Message))
@@ -703,7 +731,9 @@ class TiersLayer(EventLayer):
         if options.model:
             from compactctl.layers.summary import CompactOptions, make_summarizer
 
-            summarizer = make_summarizer(CompactOptions(model=options.model), session.meta.model)
+            summarizer = make_summarizer(
+                CompactOptions(model=options.model, redact=options.redact), session.meta.model
+            )
         events = session.events
         event, found = plan_tiers(
             events,
@@ -712,6 +742,7 @@ class TiersLayer(EventLayer):
             tier=options.tier,
             context_window=session.meta.context_window,
             summarizer=summarizer,
+            redact=options.redact,
         )
         report = TiersReport(
             summary=found["summary"],

@@ -103,6 +103,13 @@ class SummaryRequest:
             default 1200); for ``sections`` the whole text.
         instructions: the user's own focus for this summary ("" for none).
         pinned_constraints: user constraints carried into every summary, verbatim.
+        first_request: the session's first request as the user typed it ("" when unknown):
+            it is pinned, so it is not among ``messages``, yet every summary states it.
+        max_tokens: the budget of the whole summary text in tokens, task-state JSON included
+            (``None``: only ``max_chars``), issue 15 point 4.
+        latest_request: the session's newest request the user typed, ``(turn label, text)``
+            such as ``("T7", "...")``, when the caller knows it (it may be in the kept tail,
+            after ``messages``), else ``None``.
 
     Raises:
         UsageError: an unknown format or a budget below 1 (a configuration mistake).
@@ -114,12 +121,17 @@ class SummaryRequest:
     max_chars: int = DEFAULT_MAX_SUMMARY_CHARS
     instructions: str = ""
     pinned_constraints: Sequence[str] = ()
+    first_request: str = ""
+    latest_request: tuple[str, str] | None = None
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise UsageError(
                 f"unknown summary format {self.format!r}; expected one of " + ", ".join(FORMATS)
             )
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise UsageError(f"max_tokens must be at least 1, got {self.max_tokens}")
         if self.max_chars < 1:
             raise UsageError(f"max_chars must be at least 1, got {self.max_chars}")
 

@@ -22,7 +22,7 @@ import orjson
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.model import message_text
 from compactctl.summarize import SummaryRequest, SummaryResult
-from compactctl.summarize.redact import redact
+from compactctl.summarize.redact import redact, redact_request
 from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SECTIONS,
@@ -139,8 +139,9 @@ class LiteLLMSummarizer:
         num_retries: litellm's retries with backoff on transient errors (timeouts, 429, 5xx).
         completion_kwargs: extra keyword arguments for ``litellm.completion`` (``api_base``,
             ``temperature``; tests pass ``mock_response``).
-        redact: redact secrets (:mod:`compactctl.summarize.redact`) from the prompt before it is
-            sent; the prompt holds clipped tool outputs, so this stays fast on huge outputs.
+        redact: redact secrets (:mod:`compactctl.summarize.redact`) from every text of the
+            request before the prompt is built (before tool outputs are clipped), then from
+            the prompt as sent.
 
     Raises (from :meth:`summarize`):
         ContextTooLong: the model's context-length error.
@@ -205,6 +206,10 @@ class LiteLLMSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         """Call the model once and validate its answer (see the class docstring)."""
+        if self.redact:
+            # each text before the prompt clips tool outputs (a key's BEGIN line would be
+            # cut off from its body), then the prompt as sent
+            request = redact_request(request)
         prompt = build_prompt(request)
         if self.redact:
             prompt = [{**m, "content": redact(m["content"])} for m in prompt]

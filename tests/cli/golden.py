@@ -181,6 +181,24 @@ def _many_findings() -> bytes:
     return head + b"".join(b'{"type":"message","uuid":"bad%d",\n' % i for i in range(24))
 
 
+def _nothing_to_report() -> bytes:
+    """fixtures/samples/small-s1.canonical.jsonl with one summary that replaces every message
+    by "Nothing to report.": a compaction that kept none of the probes."""
+    data = (FIXTURES / FIXTURE_ALIASES["s1"]).read_bytes()
+    records = [json.loads(line) for line in data.splitlines() if line.strip()]
+    uuids = [r["uuid"] for r in records if r.get("type") == "message"]
+    summary = {"type": "summary", "uuid": "s-nothing", "replaces": uuids,
+               "summaryText": "Nothing to report.", "lastSummarizedTurnId": 6,
+               "timestamp": "2025-05-16T10:00:00Z"}  # fmt: skip
+    return data + json.dumps(summary, separators=(",", ":")).encode() + b"\n"
+
+
+NOTHING_TO_REPORT = Gen(
+    "fixtures/samples/small-s1.canonical.jsonl + a summary replacing every message by "
+    "'Nothing to report.'",
+    lambda _: _nothing_to_report(),
+)
+
 MANY_FINDINGS = Gen(
     "fixtures/cases/handcount.jsonl + 24 malformed lines", lambda _: _many_findings()
 )
@@ -282,13 +300,14 @@ EMPTY_FILE = {"empty.jsonl": text_file("")}
 GZIP_FILE = {"s.jsonl.gz": gzip_of("s1")}
 SECRETS_FILE = {"secrets.jsonl": SECRETS}
 FINDINGS_FILE = {"findings.jsonl": MANY_FINDINGS}
+NOTHING_FILE = {"nothing.jsonl": NOTHING_TO_REPORT}
 CONFIG = '[compact]\nkeep_recent = 4\nstrategy = "full_replace"\nkeep_recnt = 3\n'
 REDACT = "compact --force --keep-recent 2"
 """The compaction of the secrets transcript (old enough tool outputs to be summarized)."""
 COMPACT_THEN_TIERS = ["compact --force {in}", "tiers {in}"]
 
 
-COMMANDS = ("inspect", "compact", "rules", "dedup", "tiers", "convert")
+COMMANDS = ("inspect", "compact", "rules", "dedup", "tiers", "convert", "eval")
 ESTIMATED = ("s1", "s2-claude-code")
 EFFECTIVE = ("s1", "handcount", "claude-stream-compact", "codex-rollout-compacted", "openhands")
 SEVERAL = ["s1", "s3-cjk", "handcount"]
@@ -553,6 +572,61 @@ def _build_cases() -> list[Case]:
         ),
         c("convert-format-wrong", "convert --format openhands -o out.jsonl {in}", "s1"),
         c("convert-format-unknown", "convert --format nope -o out.jsonl {in}", "s1"),
+        # eval: probes kept by a compaction (writes nothing; exit 1 below a --min gate)
+        *(c(f"eval-{a}", "eval {in}", a) for a in ("s1", "s3-cjk", "s1-claude-code")),
+        c("eval-json", "eval --json {in}", "s2"),
+        c("eval-estimate-stdin", "eval --estimate - < {in}", "handcount"),
+        c("eval-after-compact", ["compact --force {in}", "eval {in}"], "s1"),
+        c("eval-after-compact-json", ["compact --force {in}", "eval --json {in}"], "s2"),
+        c(
+            "eval-min-retention-gate",
+            [
+                "eval --min-retention 0.9 {in}",
+                "eval --min-retention 0.9 --json {in}",
+                "eval --min-retention 0 {in}",
+            ],
+            files=NOTHING_FILE,
+        ),
+        c("eval-min-kind-gate", "eval --min error=1 --min command=0.5 {in}", files=NOTHING_FILE),
+        c("eval-min-kind-pass", ["compact --force {in}", "eval --min error=1 --json {in}"], "s1"),
+        c(
+            "eval-against-materialized",
+            ["compact --force --materialize -o ctx.jsonl {in}", "eval --against {in} ctx.jsonl"],
+            "s1",
+        ),
+        c("eval-compare-default", "eval --compare default {in}", "s1"),
+        c("eval-many-jobs1", "eval --jobs 1 {in0} {in1} {in2}", SEVERAL),
+        c("eval-bad-min", "eval --min bogus=2 {in}", "s1"),
+        c("eval-bad-min-retention", "eval --min-retention 1.5 {in}", "s1"),
+        c("eval-no-paths", "eval"),
+        # options no case above gives
+        c("compact-quiet", "compact --force -q {in}", "s1"),
+        c("compact-verbose", "compact --force -v {in}", "s2"),
+        c("compact-min-saving-high", "compact --force --min-saving 0.99 {in}", "s1"),
+        c(
+            "compact-triggers",
+            "compact --context-window 20000 --micro-trigger 0.1 --summary-trigger 0.3 "
+            "--keep-turns 0 {in}",
+            "s1",
+        ),
+        c("compact-encoding", "compact --force --json --encoding o200k_base {in}", "s1"),
+        c(
+            "compact-format-forced",
+            "compact --force --format claude-code -o out.jsonl {in}",
+            "s1-claude-code",
+        ),
+        c("rules-quiet-verbose", ["rules -q {in}", "rules -v {in}"], "s2"),
+        c("rules-materialize-openai", "rules --materialize --as openai -o out.json {in}", "s2"),
+        c("rules-encoding-json", "rules --json --encoding cl100k_base {in}", "s3-cjk"),
+        c("dedup-dry-run-estimate", "dedup --dry-run --estimate {in}", "s2"),
+        c("dedup-materialize", "dedup --materialize -o out.jsonl {in}", "s2"),
+        c("tiers-check", ["compact --force {in}", "tiers --check {in}", "tiers -q {in}"], "s1"),
+        c(
+            "tiers-context-window",
+            ["compact --force {in}", "tiers --context-window 9000 {in}"],
+            "s2",
+        ),
+        c("convert-quiet", "convert -q -o out.jsonl {in}", "openhands"),
         # the SQLite store (in the case folder)
         c(
             "store-after-compact",

@@ -126,9 +126,13 @@ class ExtractiveSummarizer:
             _clear_caches()
 
     def _summarize(self, request: SummaryRequest) -> SummaryResult:
-        facts = Extractor(request.messages).run()
+        facts = Extractor(request.messages, request.first_request, request.latest_request).run()
         if request.prior is not None:
             facts = merge(facts_from_prior(request.prior), facts)
+            if request.first_request.strip():
+                facts.primary = [request.first_request.strip()]
+            if request.latest_request is not None:
+                facts.latest_label, facts.latest_request = request.latest_request
         pinned = [one_line(c) for c in request.pinned_constraints if c.strip()]
         facts.constraints = dedupe(pinned + facts.constraints, similar=True)
         if request.format == "task-state":

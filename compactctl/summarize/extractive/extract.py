@@ -30,6 +30,7 @@ from compactctl.summarize.extractive.intent import (
     constraint_text,
     decision_rank,
     long_enough,
+    spoken_by_user,
     states_constraint,
 )
 from compactctl.summarize.extractive.ledger import (
@@ -144,10 +145,21 @@ class Extractor:
     :class:`~compactctl.summarize.extractive.ledger.Facts`.
 
     ``messages`` are canonical message dicts (docs/design.md section 3); anything else is
-    skipped. :meth:`run` reads them once, in order.
+    skipped. ``first_request`` is the session's first request when the caller knows it (it
+    is pinned, so usually not among ``messages``); else the first request of the span is.
+    ``latest_request`` (``(turn label, text)``) is the session's newest request when the
+    caller knows it; one that is not the span's own newest came after the span, which makes
+    every next step stated in the span stale. :meth:`run` reads them once, in order.
     """
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        first_request: str = "",
+        latest_request: tuple[str, str] | None = None,
+    ) -> None:
+        self.first_request = first_request.strip()
+        self.latest_request = latest_request
         self.messages = [
             m for m in messages if isinstance(m, Mapping) and m.get("type", "message") == "message"
         ]
@@ -164,6 +176,9 @@ class Extractor:
         self.sentence_pending: list[str] = []
         self.decision_order = 0
         self.last_user: tuple[int, str, str] | None = None
+        self.index = -1
+        self.next_index = -1
+        self.plan_index = -1
         self.last_assistant_text_index = -1
         self.last_turn_calls: list[str] = []
 
@@ -173,6 +188,7 @@ class Extractor:
         """Read every message and return the facts (call once)."""
         called: set[str] = set()
         for index, message in enumerate(self.messages):
+            self.index = index
             role = message.get("role")
             turn = message.get("turnId")
             if isinstance(turn, int) and not isinstance(turn, bool) and turn > 0:
@@ -203,6 +219,9 @@ class Extractor:
             return
         text = text_of(message.get("content")).strip()
         if not text:
+            return
+        if not spoken_by_user(message, text):
+            self.facts.stats.injected += 1
             return
         turn = message.get("turnId")
         label = f"T{turn}" if isinstance(turn, int) else ""
@@ -252,8 +271,9 @@ class Extractor:
                     decision = join_sentences([decision, sentences[position + 1]])
                 self.facts.decisions.append(Decision(decision, rank, self.decision_order))
                 self.decision_order += 1
-            if NEXT_RE.search(sentence):
+            if NEXT_RE.search(sentence) and not DEFER_RE.search(sentence):
                 self.facts.next_step = NEXT_LABEL_RE.sub("", sentence).strip() or sentence
+                self.next_index = index
             elif (
                 PENDING_RE.search(sentence)
                 and long_enough(sentence)
@@ -297,6 +317,7 @@ class Extractor:
             items = plan_items(args)
             if items is not None:
                 self.newest_plan = items
+                self.plan_index = self.index
                 self.facts.done.extend(t for t, done in items if done)
         elif command:
             kind = "shell"
@@ -440,22 +461,32 @@ class Extractor:
         authoritative += [t for t, done in self.newest_checkboxes if not done]
         others = [p for p in self.sentence_pending if not any(same_task(p, d) for d in facts.done)]
         pending = distinct_tasks(authoritative + others)
-        if self.last_user is not None and self.last_user[0] > self.last_assistant_text_index:
+        latest_index = self.last_user[0] if self.last_user is not None else -1
+        if self.last_user is not None and latest_index > self.last_assistant_text_index:
             pending.append(
                 f"answer the last user message ({self.last_user[1]}): "
                 + clip(inline(self.last_user[2]), 160)
             )
         facts.pending = pending
         facts.decisions = dedupe_decisions(facts.decisions)
+        if self.first_request:
+            facts.primary = [self.first_request]
         if self.last_user is not None:
-            facts.current.append(
-                f"latest request ({self.last_user[1]}): " + clip(inline(self.last_user[2]), 200)
-            )
+            facts.latest_label, facts.latest_request = self.last_user[1], self.last_user[2]
+        given = self.latest_request
+        if given is not None and given[1].strip() != facts.latest_request.strip():
+            facts.latest_label, facts.latest_request = given[0], given[1].strip()
+            latest_index = len(self.messages)  # after the span
+        if self.next_index < latest_index:
+            facts.next_step = ""  # stated before the latest request: stale
+            plan_open = [t for t, done in (self.newest_plan or []) if not done]
+            if self.plan_index > latest_index and plan_open:
+                facts.next_step = "(from the plan) " + plan_open[0]
         if self.last_turn_calls:
             calls = self.last_turn_calls[-6:]
             more = len(self.last_turn_calls) - len(calls)
             facts.current.append(
-                "tool calls since then: "
+                "tool calls since the latest request: "
                 + "; ".join(calls)
                 + (f" (+{more} earlier)" if more > 0 else "")
             )

@@ -96,6 +96,12 @@ _ERROR_PREFIX_RE = re.compile(
     r"^(?:error|fatal|panic|ERROR|FATAL|PANIC|Error)(?:\[\w+\])?[:!]\s*\S"
 )
 _LOG_LEVEL_RE = re.compile(r"\b(?P<level>ERROR|FATAL|CRITICAL)\b")
+#: A compiler or type checker's located error line, kept verbatim: ``src/a.py:42: error:
+#: ...`` (mypy), ``a.c:3:5: error: ...`` (gcc, clang), ``a.ts(3,5): error TS2322: ...``
+#: (tsc), ``/x/a.py:4:9 - error: ...`` (pyright), ``a.rs:3:5: error[E0308]: ...``.
+_LOCATED_ERROR_RE = re.compile(
+    r"^\S+?(?::\d+(?::\d+)?:?|\(\d+(?:,\d+)?\):?)(?:\s+-)?\s*(?:fatal )?error\b", re.IGNORECASE
+)
 _FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (?P<test>\S+::\S+|\S+\.py)(?: - (?P<msg>.*))?$")
 
 
@@ -117,7 +123,8 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
     """The error lines and failing test ids of a failed tool result.
 
     Kept, in order: pytest ``E   Exc: ...`` lines and any line that starts with an exception
-    name (the final line of a traceback), ``error:``/``fatal:`` lines, and log lines at
+    name (the final line of a traceback), ``error:``/``fatal:`` lines, compiler and type
+    checker lines ``file.py:N: error: ...`` (verbatim, issue 15 point 2), and log lines at
     ERROR level; the message of ``FAILED test - msg`` lines only when nothing else was found;
     at last the last non-empty line. At most :data:`ERROR_LINES_PER_RESULT` distinct lines.
     """
@@ -137,7 +144,11 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
         if line.startswith("E ") or line == "E":
             line = line[1:].strip()
         start = _EXC_AT_START_RE.match(line)
-        if (start and _exception_name(start.group("name"))) or _ERROR_PREFIX_RE.match(line):
+        if (
+            (start and _exception_name(start.group("name")))
+            or _ERROR_PREFIX_RE.match(line)
+            or _LOCATED_ERROR_RE.match(line)
+        ):
             lines.append(line)
         elif _LOG_LEVEL_RE.search(line):
             lines.append(_log_error(line))

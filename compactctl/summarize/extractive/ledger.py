@@ -121,6 +121,17 @@ class ErrorEntry:
             text += f" ({self.counts})"
         return text + ("; resolved later" if self.resolved else "; unresolved")
 
+    def short(self) -> str:
+        """The ledger line of a resolved error (or one seen in a passing output) in one
+        line: its source, repeats and first error line (a prior one: its line as it was)."""
+        if self.raw:
+            return self.raw
+        first = self.lines[0] if self.lines else ""
+        if self.found:
+            return f"seen in the output of {self.source}: {first}"
+        times = f" ×{self.repeats}" if self.repeats > 1 else ""
+        return f"{self.source} failed{times}: {first}; resolved later"
+
     def bullet(self, followup_cap: int) -> str:
         """:meth:`ledger`, then what the assistant said next, cut to ``followup_cap``."""
         text = self.ledger()
@@ -154,21 +165,29 @@ class Decision:
 @dataclass
 class Stats:
     """Counts for the ``<analysis>`` block: messages per role, calls per tool, turn ids,
-    failed tool results, earlier summaries skipped."""
+    failed tool results, earlier summaries skipped, user-role messages the user did not
+    type (``injected``: notifications, reminders, hook output)."""
 
     roles: Counter[str] = field(default_factory=Counter)
     tools: Counter[str] = field(default_factory=Counter)
     turns: list[int] = field(default_factory=list)
     failed_results: int = 0
     skipped_summaries: int = 0
+    injected: int = 0
 
 
 @dataclass
 class Facts:
     """Everything the summary is made of: the user's request and constraints, the ledger
-    (files, commands, errors), decisions, done and pending tasks, the current work."""
+    (files, commands, errors), decisions, done and pending tasks, the current work.
+
+    ``primary`` holds the first request (one text); ``latest_request`` the newest request
+    the user typed, with its turn label in ``latest_label`` (``"T7"``); ``next_step`` only a
+    next step stated after that request (an older one is stale, issue 15 point 1)."""
 
     primary: list[str] = field(default_factory=list)
+    latest_request: str = ""
+    latest_label: str = ""
     constraints: list[str] = field(default_factory=list)
     user_messages: list[tuple[str, str]] = field(default_factory=list)
     concepts: list[str] = field(default_factory=list)

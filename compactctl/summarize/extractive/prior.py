@@ -34,8 +34,12 @@ from compactctl.summarize.extractive.prose import (
 from compactctl.summarize.extractive.render import (
     CONSTRAINT_PREFIX,
     DONE_PREFIX,
+    FIXED_PREFIX,
     FOCUS_PREFIX,
+    LATEST_PREFIX,
     NONE_BULLET,
+    RAN_OK_PREFIX,
+    READ_ONLY_PREFIX,
 )
 from compactctl.summarize.extractive.tools import resolves
 from compactctl.summarize.summary_format import (
@@ -55,9 +59,34 @@ _COMMAND_LINE_RE = re.compile(
 _ERROR_SOURCE_RE = re.compile(r"^(`+) ?(?P<cmd>.+?) ?\1 failed")
 _ACTION_RE = re.compile(r"^(?P<action>.+?)(?: ×(?P<count>\d+))?$")
 _LABEL_RE = re.compile(r"^(?P<label>T\d+): (?P<text>.*)$", re.DOTALL)
+_LATEST_RE = re.compile(
+    "^" + LATEST_PREFIX + r"(?: \((?P<label>[^)]*)\))?: (?P<text>.*)$", re.DOTALL
+)
+
+
+def _prior_latest(facts: Facts, item: str) -> bool:
+    """Read a ``Latest request (T7): ...`` line into ``facts``; False for any other line."""
+    match = _LATEST_RE.match(item)
+    if match is None:
+        return False
+    facts.latest_label = match.group("label") or ""
+    facts.latest_request = match.group("text")
+    return True
+
+
+_LISTED_RE = re.compile(r"(`+) ?(?P<item>.+?) ?\1(?: ×(?P<runs>\d+))?(?:, |$)")
+
+
+def _listed(line: str) -> list[tuple[str, int]]:
+    """The backticked items of a compressed one-bullet list, with their ``×N``."""
+    return [(m.group("item"), int(m.group("runs") or 1)) for m in _LISTED_RE.finditer(line)]
 
 
 def _prior_file(facts: Facts, line: str) -> None:
+    if line.startswith(READ_ONLY_PREFIX):
+        for path, _ in _listed(line.removeprefix(READ_ONLY_PREFIX)):
+            facts.file(path).add("read")
+        return
     match = _FILE_LINE_RE.match(line)
     if not match:
         facts.file(line)
@@ -70,6 +99,10 @@ def _prior_file(facts: Facts, line: str) -> None:
 
 
 def _prior_command(facts: Facts, line: str) -> bool:
+    if line.startswith(RAN_OK_PREFIX):
+        for command, runs in _listed(line.removeprefix(RAN_OK_PREFIX)):
+            facts.commands[command] = CommandEntry(command, runs, "ok")
+        return True
     match = _COMMAND_LINE_RE.match(line)
     if not match:
         return False
@@ -103,13 +136,20 @@ def _facts_from_sections(text: str) -> Facts:
     for item in parsed.get("Primary Request", []):
         if item.startswith(CONSTRAINT_PREFIX):
             facts.constraints.append(item.removeprefix(CONSTRAINT_PREFIX))
+        elif _prior_latest(facts, item):
+            continue
         elif not item.startswith(FOCUS_PREFIX) and item != NONE_BULLET:
             facts.primary.append(item)
     facts.concepts = [c for c in parsed.get("Key Technical Concepts", []) if c != NONE_BULLET]
     for item in parsed.get("Files and Code Sections", []):
         if item != NONE_BULLET:
             _prior_file(facts, item)
-    facts.errors = [_prior_error(e) for e in parsed.get("Errors and Fixes", []) if e != NONE_BULLET]
+    for item in parsed.get("Errors and Fixes", []):
+        if item.startswith(FIXED_PREFIX):
+            for line, _ in _listed(item.removeprefix(FIXED_PREFIX)):
+                facts.errors.append(ErrorEntry(source="", lines=[], raw=line, resolved=True))
+        elif item != NONE_BULLET:
+            facts.errors.append(_prior_error(item))
     for item in parsed.get("Problem Solving", []):
         if item == NONE_BULLET or _prior_command(facts, item):
             continue
@@ -147,7 +187,11 @@ def _facts_from_task_state(state: Mapping[str, Any]) -> Facts:
 
     goal = state.get("goal")
     if isinstance(goal, str) and goal.strip():
-        facts.primary.append(goal)
+        first, _, latest = goal.partition("\n" + LATEST_PREFIX)
+        if latest:
+            _prior_latest(facts, LATEST_PREFIX + latest)
+        if first.strip():
+            facts.primary.append(first)
     for item in strings("progress"):
         if item.startswith(("fixed: ", "found: ")):
             facts.errors.append(_prior_error(item.split(": ", 1)[1], resolved=True))
@@ -210,6 +254,10 @@ def merge(prior: Facts, new: Facts) -> Facts:
     """Prior state first, then the new span; the rules are in the module docstring."""
     merged = Facts(stats=new.stats)
     merged.primary = prior.primary or new.primary
+    if new.latest_request:
+        merged.latest_request, merged.latest_label = new.latest_request, new.latest_label
+    else:
+        merged.latest_request, merged.latest_label = prior.latest_request, prior.latest_label
     merged.constraints = dedupe(prior.constraints + new.constraints, similar=True)
     merged.user_messages = prior.user_messages + new.user_messages
     merged.concepts = dedupe_exact(prior.concepts + new.concepts)

@@ -200,8 +200,16 @@ def dedupe_exact(items: Iterable[str]) -> list[str]:
 
 
 def ledger_line(text: str) -> str:
-    """One line of the ledger: whitespace collapsed, cut past :data:`LEDGER_LINE_MAX`."""
-    return clip(one_line(text), LEDGER_LINE_MAX)
+    """One line of the ledger, cut past :data:`LEDGER_LINE_MAX`: a line is kept as written
+    (a type checker's ``error: ...  [code]`` keeps its two spaces: error lines are verbatim,
+    issue 15 point 2); text over several lines has its whitespace collapsed.
+
+    >>> ledger_line('a.py:3: error: Bad  [x] '), ledger_line("one\\n  two")
+    ('a.py:3: error: Bad  [x]', 'one two')
+    """
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = one_line(text)
+    return clip(text.strip(), LEDGER_LINE_MAX)
 
 
 def join_sentences(parts: Sequence[str]) -> str:

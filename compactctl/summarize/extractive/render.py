@@ -22,9 +22,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from compactctl.summarize import SummaryRequest
-from compactctl.summarize.extractive.intent import shorten_user
+from compactctl.summarize.extractive.intent import DEFER_RE, PENDING_RE, shorten_user
 from compactctl.summarize.extractive.ledger import Decision, Facts, FileEntry
-from compactctl.summarize.extractive.prose import dedupe_exact, inline, one_line, same_task
+from compactctl.summarize.extractive.prose import (
+    backticked,
+    dedupe_exact,
+    inline,
+    join_sentences,
+    ledger_line,
+    norm,
+    one_line,
+    same_task,
+    split_sentences,
+)
 from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SECTIONS,
@@ -40,7 +50,9 @@ __all__ = [
     "CONSTRAINT_PREFIX",
     "DONE_PREFIX",
     "FOCUS_PREFIX",
+    "LATEST_PREFIX",
     "NONE_BULLET",
+    "latest_line",
     "render_as_sections",
     "render_as_task_state",
 ]
@@ -51,6 +63,8 @@ NONE_BULLET = "None."
 CONSTRAINT_PREFIX = "Constraint: "
 #: The prefix of the focus a request asked for (``instructions``) under Primary Request.
 FOCUS_PREFIX = "Focus for this summary: "
+#: The prefix of the latest request under Primary Request (then its turn label and ``: ``).
+LATEST_PREFIX = "Latest request"
 #: The prefix of a done item under Problem Solving.
 DONE_PREFIX = "Done: "
 
@@ -89,6 +103,8 @@ class _Detail:
     """Whether files show what was done to them."""
     full_analysis: bool = True
     """Whether the ``<analysis>`` block has every count, or the span line alone."""
+    ledger: int = 0
+    """How far the ledger is compressed (:data:`LEDGER_STEPS`; 0: in full)."""
 
 
 #: Levels of detail, richest first; the first that fits the budget is used. When none fits,
@@ -167,21 +183,125 @@ _DETAILS: tuple[_Detail, ...] = (
 )
 
 
+#: The prefix of the one bullet that lists the files only read (ledger compressed).
+READ_ONLY_PREFIX = "read only: "
+#: The prefix of the one bullet that lists the commands that never failed (compressed).
+RAN_OK_PREFIX = "also ran, never failed: "
+#: The prefix of the one bullet that stands for errors fixed later (compressed).
+FIXED_PREFIX = "fixed later: "
+
+LEDGER_STEPS = (
+    "in full (each later step also lists fewer user messages: 20, 12, 8, 4)",
+    "a resolved error (or one seen in a passing output) in one line: its first error line",
+    "the files only read in one bullet",
+    "the commands that never failed in one bullet",
+    "resolved errors in one bullet: their first error lines, without sources",
+    "the one-bullet lists cut to their newest 30 items",
+)
+"""The compression of the ledger, in the order it is applied once no level of
+:data:`_DETAILS` fits (issue 15 point 4: the ledger is prioritised and compressed before
+anything is cut). What is never compressed: constraints, decisions stated explicitly, the
+first and latest request, pending tasks, the next step, unresolved errors and the files
+changed."""
+
+_LIST_CAP = 30
+#: The newest user messages listed at each step of :data:`LEDGER_STEPS` (their
+#: constraints stay under Primary Request, the first and latest request too).
+_USERS_KEPT = (-1, 20, 12, 8, 4, 4)
+
+
+def _listed(prefix: str, items: list[str], cap: bool) -> list[str]:
+    """One bullet listing ``items`` (the newest ``_LIST_CAP`` when ``cap``), or none."""
+    if not items:
+        return []
+    if cap and len(items) > _LIST_CAP:
+        more = len(items) - _LIST_CAP
+        items = items[-_LIST_CAP:] + [f"(+{more} earlier)"]
+    return [prefix + ", ".join(items)]
+
+
+def _file_bullets(facts: Facts, detail: _Detail) -> list[str]:
+    files = _ordered_files(facts)
+    if detail.ledger < 2:
+        return [f.line(detail.file_actions) for f in files]
+    changed = [f.line(detail.file_actions) for f in files if f.modified]
+    read = [backticked(f.path) for f in files if not f.modified]
+    return changed + _listed(READ_ONLY_PREFIX, read, detail.ledger >= 5)
+
+
+def _command_bullets(facts: Facts, detail: _Detail) -> list[str]:
+    commands = list(facts.commands.values())
+    if detail.ledger < 3:
+        return [c.line(detail.outcomes) for c in commands]
+    steady = [
+        c for c in commands if (not c.outcome or c.outcome.startswith("ok")) and not c.failed_before
+    ]
+    kept = [c.line(detail.outcomes) for c in commands if c not in steady]
+    names = [backticked(c.command) + (f" ×{c.runs}" if c.runs > 1 else "") for c in steady]
+    return kept + _listed(RAN_OK_PREFIX, names, detail.ledger >= 5)
+
+
+def _error_bullets(facts: Facts, detail: _Detail) -> list[str]:
+    if detail.ledger < 1:
+        return [e.bullet(detail.followup_cap) for e in facts.errors]
+    out: list[str] = []
+    fixed: list[str] = []
+    for error in facts.errors:
+        if not error.resolved and not error.found:
+            out.append(error.bullet(detail.followup_cap))
+        elif detail.ledger < 4:
+            out.append(error.short())
+        else:
+            first = error.lines[0] if error.lines else error.raw
+            fixed.append(backticked(clip(first, 200)))
+    return out + _listed(FIXED_PREFIX, dedupe_exact(fixed), detail.ledger >= 5)
+
+
 def _ordered_files(facts: Facts) -> list[FileEntry]:
     files = list(facts.files.values())
     return [f for f in files if f.modified] + [f for f in files if not f.modified]
 
 
 def _top_decisions(facts: Facts, count: int) -> list[Decision]:
-    chosen = sorted(facts.decisions, key=lambda d: (-d.rank, d.order))[:count]
-    return sorted(chosen, key=lambda d: d.order)
+    """Every decision stated explicitly (rank 3: "Decision: ...", "we decided"), then the
+    best ranked others up to ``count`` in all, in their order (issue 15 point 3)."""
+    explicit = [d for d in facts.decisions if d.rank >= 3]
+    others = sorted((d for d in facts.decisions if d.rank < 3), key=lambda d: (-d.rank, d.order))[
+        : max(0, count - len(explicit))
+    ]
+    return sorted(explicit + others, key=lambda d: d.order)
+
+
+def _decision_text(decision: Decision, cap: int) -> str:
+    """An explicit decision verbatim (to the ledger line limit); another one clipped."""
+    if decision.rank >= 3:
+        return ledger_line(decision.text)
+    return decision.clipped(cap)
+
+
+def latest_line(facts: Facts, head: int = 200) -> str:
+    """``Latest request (T7): <the request, shortened to about head chars>``, or "" when
+    the latest request is the first one (or unknown)."""
+    if not facts.latest_request or (
+        facts.primary and norm(facts.primary[0]) == norm(facts.latest_request)
+    ):
+        return ""
+    label = f" ({facts.latest_label})" if facts.latest_label else ""
+    return f"{LATEST_PREFIX}{label}: " + shorten_user(facts.latest_request, head, False)
 
 
 def _next_step(facts: Facts) -> str:
+    """The next step: the one stated after the latest request, else that request, else an
+    open task that is not deferred (deferred work is pending, never next; issue 15)."""
     if facts.next_step:
         return facts.next_step
-    if facts.pending:
-        return "(from the pending tasks) " + facts.pending[0]
+    now = [s for s in split_sentences(facts.latest_request) if not DEFER_RE.search(s)]
+    if now:
+        label = f" ({facts.latest_label})" if facts.latest_label else ""
+        return f"continue the latest request{label}: " + clip(inline(join_sentences(now)), 200)
+    ready = [p for p in facts.pending if not DEFER_RE.search(p)]
+    if ready:
+        return "(from the pending tasks) " + ready[0]
     unresolved = [e for e in facts.errors if not e.resolved and not e.found]
     if unresolved:
         return "(unresolved error) " + unresolved[0].ledger()
@@ -223,10 +343,13 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
         clip(shorten_user(p, max(detail.user_head, 120), constraints=False), max(prose, 100))
         for p in facts.primary
     ]
+    latest = latest_line(facts, max(detail.user_head, 120))
+    if latest:
+        primary.append(clip(latest, max(prose, 100) + 40))
     if request.instructions.strip():
         primary.append(FOCUS_PREFIX + clip(one_line(request.instructions), max(prose, 100)))
     primary += [CONSTRAINT_PREFIX + c for c in facts.constraints]
-    problem = [c.line(detail.outcomes) for c in facts.commands.values()]
+    problem = _command_bullets(facts, detail)
     problem += [
         DONE_PREFIX + clip(inline(d), detail.pending_cap) for d in facts.done[: detail.done_items]
     ]
@@ -237,20 +360,24 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
         + shorten_user(text, detail.user_head, detail.user_constraints)
         for label, text in facts.user_messages
     ]
-    if 0 <= detail.user_last < len(users):
-        omitted = len(users) - detail.user_last
+    user_last = detail.user_last
+    if detail.ledger:
+        cap = _USERS_KEPT[min(detail.ledger, len(_USERS_KEPT) - 1)]
+        user_last = cap if user_last < 0 else min(user_last, cap)
+    if 0 <= user_last < len(users):
+        omitted = len(users) - user_last
         users = [
             f"({omitted} earlier user message(s) left out for the budget; their "
             "constraints are under Primary Request)"
-        ] + users[len(users) - detail.user_last :]
+        ] + users[len(users) - user_last :]
     sections = {
         "Primary Request": primary,
         "Key Technical Concepts": facts.concepts[: detail.concepts],
-        "Files and Code Sections": [f.line(detail.file_actions) for f in _ordered_files(facts)],
-        "Errors and Fixes": [e.bullet(detail.followup_cap) for e in facts.errors],
+        "Files and Code Sections": _file_bullets(facts, detail),
+        "Errors and Fixes": _error_bullets(facts, detail),
         "Problem Solving": problem,
         "Decision Rationale": [
-            d.clipped(prose) for d in _top_decisions(facts, detail.decision_items)
+            _decision_text(d, prose) for d in _top_decisions(facts, detail.decision_items)
         ],
         "All User Messages": users,
         "Pending Tasks": [clip(inline(p), detail.pending_cap) for p in facts.pending],
@@ -262,51 +389,126 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
     return {name: sections[name] or [NONE_BULLET] for name in SECTIONS}
 
 
+#: The levels tried in turn by :func:`render_as_sections`: the first four of
+#: :data:`_DETAILS`, then the ledger compressed step by step (:data:`LEDGER_STEPS`) before
+#: concepts, decisions and notes are cut further (the later levels of :data:`_DETAILS`,
+#: with the ledger compressed as far as it goes).
+_TRIES: tuple[_Detail, ...] = (
+    *_DETAILS[:4],
+    *(replace(_DETAILS[3], ledger=step) for step in range(1, len(LEDGER_STEPS))),
+    *(replace(detail, ledger=len(LEDGER_STEPS) - 1) for detail in _DETAILS[4:]),
+)
+
+
+def _fits(text: str, request: SummaryRequest) -> bool:
+    """Whether ``text`` is within the request's budgets: ``max_chars`` characters and, when
+    set, ``max_tokens`` tokens (:func:`summary_tokens`)."""
+    if len(text) > request.max_chars:
+        return False
+    return request.max_tokens is None or summary_tokens(text) <= request.max_tokens
+
+
+def summary_tokens(text: str) -> int:
+    """A conservative token count of a summary, in tokens: characters / 3.3, CJK characters
+    one each. Summaries are dense (paths, backticks, ids): cl100k and o200k measure about 3.7
+    characters a token on them, so this errs on the large side.
+
+    >>> summary_tokens("a" * 33), summary_tokens("你好")
+    (10, 2)
+    """
+    wide = sum(1 for ch in text if ord(ch) > 0x2E7F)
+    return wide + (len(text) - wide) * 10 // 33
+
+
 def render_as_sections(facts: Facts, request: SummaryRequest) -> tuple[str, tuple[str, ...]]:
-    """The ``sections`` text of ``facts`` within ``request.max_chars`` characters, and the
-    warnings: the richest level of :data:`_DETAILS` that fits; else as many of the newest
-    user messages as fit; else the ledger alone is over the budget, kept in full, and a
-    warning says so."""
+    """The ``sections`` text of ``facts`` within ``request.max_chars`` characters (and
+    ``request.max_tokens`` tokens), and the warnings: the richest level of :data:`_DETAILS`
+    that fits, the ledger compressed step by step before prose is cut further
+    (:data:`_TRIES`); else as many of the newest user messages as fit; else the compressed
+    ledger is kept over ``max_chars`` while within ``max_tokens`` (a warning says so); else
+    the text is cut at bullet boundaries to ``max_tokens`` and a warning says so."""
     text = ""
-    for detail in _DETAILS:
+    for detail in _TRIES:
         analysis = _analysis(facts, request, detail.full_analysis)
         text = render_sections(_sections(facts, detail, request), analysis)
-        if len(text) <= request.max_chars:
+        if _fits(text, request):
             return text, ()
-    # Last resort before the ledger: keep only as many of the newest user messages as fit.
-    detail = _DETAILS[-1]
-    analysis = _analysis(facts, request, detail.full_analysis)
+    # Then keep only as many of the newest user messages as fit.
     low, high = 0, len(facts.user_messages)
     while low < high:  # the most messages that fit; the length grows with the count
         middle = (low + high + 1) // 2
         candidate = _sections(facts, replace(detail, user_last=middle), request)
-        if len(render_sections(candidate, analysis)) <= request.max_chars:
+        if _fits(render_sections(candidate, analysis), request):
             low = middle
         else:
             high = middle - 1
     text = render_sections(_sections(facts, replace(detail, user_last=low), request), analysis)
-    if len(text) <= request.max_chars:
+    if _fits(text, request):
         return text, ()
+    if request.max_tokens is None or summary_tokens(text) <= request.max_tokens:
+        # the compressed ledger wins over a character budget, never over the token budget
+        return text, (
+            f"the compressed ledger (file paths, commands, error lines, constraints, pending "
+            f"tasks) needs {len(text)} characters, over the budget of {request.max_chars}; "
+            "it is kept",
+        )
+    limit = request.max_chars
+    if request.max_tokens is not None:
+        while limit > 0 and summary_tokens(text[:limit]) > request.max_tokens:
+            limit = limit * 9 // 10
+    size = len(text)
+    text = truncate_at_bullet(text, limit)
     return text, (
-        f"the ledger (file paths, commands, error lines, constraints, pending tasks) "
-        f"needs {len(text)} characters, over the budget of {request.max_chars}; "
-        "it is kept in full",
+        f"the compressed summary needed {size} characters, over the budget; "
+        f"cut at bullet boundaries to {len(text)}",
     )
 
 
-def _task_state(facts: Facts) -> TaskState:
+#: (ledger step of :data:`LEDGER_STEPS`, progress items, open items) of each level of the
+#: task state, tried in turn until the whole answer fits ``max_tokens`` (issue 15 point 4).
+_STATE_LEVELS = ((0, -1, -1), (3, -1, -1), (5, -1, 30), (5, 60, 20), (5, 30, 12), (5, 12, 8))
+
+
+def _keep_open(items: list[str], count: int) -> list[str]:
+    """At most ``count`` of the open ``items``, in order: work put off or left open in so
+    many words ("not now, but before the release", "still need to") first, then the
+    newest of the others (plan steps)."""
+    stated = [i for i, t in enumerate(items) if DEFER_RE.search(t) or PENDING_RE.search(t)]
+    others = [i for i in range(len(items)) if i not in set(stated)]
+    chosen = set(stated[-count:]) if count else set()
+    room = count - len(chosen)
+    chosen |= set(others[len(others) - room :] if room > 0 else [])
+    return [t for i, t in enumerate(items) if i in chosen]
+
+
+def _task_state(facts: Facts, level: int = 0) -> TaskState:
+    """The task state of ``facts`` at ``level`` of :data:`_STATE_LEVELS` (0: every fact in
+    full; later levels compress the ledger and keep the newest progress and open items)."""
+    step, progress_kept, open_kept = _STATE_LEVELS[level]
     progress = [inline(d) for d in facts.done]
-    progress += ["found: " + e.ledger() for e in facts.errors if e.found]
-    progress += ["fixed: " + e.ledger() for e in facts.errors if e.resolved and not e.found]
+    if step == 0:
+        progress += ["found: " + e.ledger() for e in facts.errors if e.found]
+        progress += ["fixed: " + e.ledger() for e in facts.errors if e.resolved and not e.found]
+    else:
+        progress += ["fixed: " + e.short() for e in facts.errors if e.resolved and not e.found]
+    progress = dedupe_exact(progress)
+    open_items = dedupe_exact(inline(p) for p in facts.pending)
+    if progress_kept >= 0:
+        progress = progress[-progress_kept:]
+    if open_kept >= 0:
+        open_items = _keep_open(open_items, open_kept)
     goal = shorten_user(facts.primary[0], 300, constraints=False) if facts.primary else ""
+    latest = latest_line(facts, 300)
+    if latest:
+        goal = (goal + "\n" if goal else "") + latest
+    detail = replace(_DETAILS[0], ledger=step)
     return TaskState(
         goal=goal,
-        progress=dedupe_exact(progress),
-        open_items=dedupe_exact(inline(p) for p in facts.pending),
+        progress=progress,
+        open_items=open_items,
         next_step=inline(_next_step(facts)),
         blockers=[e.ledger() for e in facts.errors if not e.resolved and not e.found],
-        key_artifacts=[f.line() for f in _ordered_files(facts)]
-        + [c.line() for c in facts.commands.values()],
+        key_artifacts=_file_bullets(facts, detail) + _command_bullets(facts, detail),
         decisions=[d.text for d in _top_decisions(facts, len(facts.decisions))],
         user_constraints=list(facts.constraints),
     )
@@ -328,8 +530,10 @@ def _display(facts: Facts, state: TaskState, cap: int, constraint_cap: int) -> d
         if e.resolved and not e.found and e.lines
     )
     done += clip_all("found: " + " | ".join(e.lines) for e in facts.errors if e.found and e.lines)
+    latest = latest_line(facts, cap)
     in_progress = clip_all(
-        ["next: " + state["next_step"]]
+        ([latest] if latest else [])
+        + ["next: " + state["next_step"]]
         + [o for o in state["open_items"] if not same_task(o, state["next_step"])]
         + ["blocked: " + b for b in state["blockers"]]
     )
@@ -358,29 +562,51 @@ _DISPLAY_CAPS = ((400, 400), (240, 240), (160, 200), (120, 200), (90, 160), (60,
 def render_as_task_state(
     facts: Facts, request: SummaryRequest
 ) -> tuple[str, TaskState, tuple[str, ...]]:
-    """The ``task-state`` answer of ``facts``, its task state and the warnings: the state
-    keeps every fact; the display summary is kept within ``request.max_chars`` characters
-    by shorter bullets, then fewer (constraints last), then
-    :func:`~compactctl.summarize.summary_format.truncate_at_bullet`."""
-    state = _task_state(facts)
+    """The ``task-state`` answer of ``facts``, its task state and the warnings. The display
+    summary is kept within ``request.max_chars`` characters by shorter bullets, then fewer
+    (constraints last), then :func:`~compactctl.summarize.summary_format.truncate_at_bullet`;
+    the whole answer, JSON included, within ``request.max_tokens`` tokens by the levels of
+    :data:`_STATE_LEVELS` (the ledger compressed, then the newest progress and open items;
+    constraints, decisions, blockers and the requests are never dropped)."""
+    warnings: tuple[str, ...] = ()
+    text = ""
+    for level in range(len(_STATE_LEVELS)):
+        state = _task_state(facts, level)
+        display, warnings = _fit_display(facts, state, request.max_chars)
+        text = render_task_state(state, display)
+        if request.max_tokens is None or summary_tokens(text) <= request.max_tokens:
+            return text, state, warnings
+    return (
+        text,
+        state,
+        (
+            *warnings,
+            f"the task state needs about {summary_tokens(text)} tokens, over the budget of "
+            f"{request.max_tokens}: constraints, decisions and blockers are never dropped",
+        ),
+    )
+
+
+def _fit_display(facts: Facts, state: TaskState, max_chars: int) -> tuple[str, tuple[str, ...]]:
+    """The display summary of ``state`` within ``max_chars`` characters, and warnings."""
     display = ""
     for cap, constraint_cap in _DISPLAY_CAPS:
         sections = _display(facts, state, cap, constraint_cap)
         display = render_display(sections)
-        if len(display) <= request.max_chars:
+        if len(display) <= max_chars:
             break
-    while len(display) > request.max_chars:
+    while len(display) > max_chars:
         name = next((n for n in _DISPLAY_DROP_ORDER if len(sections[n]) > 1), None)
         if name is None:
             break
         sections[name].pop()
         display = render_display(sections)
     warnings: tuple[str, ...] = ()
-    if len(display) > request.max_chars:
-        display = truncate_at_bullet(display, request.max_chars)
-        if len(display) > request.max_chars:
+    if len(display) > max_chars:
+        display = truncate_at_bullet(display, max_chars)
+        if len(display) > max_chars:
             warnings = (
                 f"the display summary skeleton needs {len(display)} characters, "
-                f"over the budget of {request.max_chars}",
+                f"over the budget of {max_chars}",
             )
-    return render_task_state(state, display), state, warnings
+    return display, warnings

@@ -1,0 +1,171 @@
+"""`compactctl eval` end to end: tables, --json, gates and exit codes, stdin, folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from compactctl.evaluate.probes import KINDS
+from tests.fakes import FakeModel, judge_grades
+from tests.helpers import SAMPLES, run_cli
+from tests.sessions import nothing_to_report
+
+
+def _json(*args: str, input: bytes | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+    out = run_cli("eval", "--json", "--estimate", *args, input=input)
+    return out.returncode, json.loads(out.stdout)
+
+
+def test_table_for_people(tmp_path: Path):
+    out = run_cli("eval", "--estimate", str(nothing_to_report(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    assert "probes: 0 of 33 kept, retention 0.00" in text
+    assert "line 9  command: python -m pytest tests/test_storage.py -q" in text
+    assert "(+13 more; -v lists all, --json too)" in text
+    every = run_cli("eval", "--estimate", "-v", str(tmp_path / "nothing.jsonl")).stdout.decode()
+    assert "more; -v" not in every and every.count("\n    line ") == 33
+    assert out.stderr == b""
+
+
+def test_json_schema_exactly_as_the_issue_says(tmp_path: Path):
+    code, doc = _json(str(nothing_to_report(tmp_path)), str(SAMPLES / "cjk-s3.canonical.jsonl"))
+    assert code == 0
+    assert list(doc) == ["files", "totals"]
+    nothing, cjk = doc["files"]
+    for f in doc["files"]:
+        assert list(f) == ["path", "tokensBefore", "tokensAfter", "ratio", "probes"]
+        assert list(f["probes"]) == ["total", "kept", "retention", "byKind", "lost"]
+        assert list(f["probes"]["byKind"]) == list(KINDS)
+        assert all(list(x) == ["kind", "text", "line"] for x in f["probes"]["lost"])
+    assert nothing["probes"]["retention"] == 0.0 and len(nothing["probes"]["lost"]) == 33
+    assert cjk["probes"] == {**cjk["probes"], "total": 31, "kept": 31, "retention": 1.0,
+                             "lost": []}  # fmt: skip
+    totals = doc["totals"]
+    assert totals["files"] == 2 and totals["failed"] == 0
+    assert totals["probes"]["total"] == 64 and totals["probes"]["kept"] == 31
+    assert totals["probes"]["retention"] == round(31 / 64, 4)
+    assert totals["tokensBefore"] == nothing["tokensBefore"] + cjk["tokensBefore"]
+    assert totals["belowMin"] == [] and totals["errors"] == []
+
+
+def test_min_retention_is_a_ci_gate(tmp_path: Path):
+    bad = nothing_to_report(tmp_path)
+    out = run_cli("eval", "--estimate", "--min-retention", "0.9", str(bad))
+    assert out.returncode == 1
+    assert b"below the minimum: retention 0 < 0.9" in out.stderr
+    good = str(SAMPLES / "small-s1.canonical.jsonl")
+    assert run_cli("eval", "--estimate", "-q", "--min-retention", "0.9", good).returncode == 0
+    code, doc = _json("--min", "error=1", "--min", "command=0.5", str(bad), good)
+    assert code == 1
+    assert doc["totals"]["belowMin"] == [
+        {"path": str(bad), "gate": "error retention 0 < 1"},
+        {"path": str(bad), "gate": "command retention 0 < 0.5"},
+    ]
+    assert [f["probes"]["retention"] for f in doc["files"]] == [0.0, 1.0]
+
+
+def test_usage_and_input_errors(tmp_path: Path):
+    good = str(SAMPLES / "small-s1.canonical.jsonl")
+    for args in (["--min", "colour=1"], ["--min-retention", "2"], ["--compare", "strategy=x"]):
+        out = run_cli("eval", "--estimate", *args, good)
+        assert out.returncode == 2, (args, out.stderr)
+        assert out.stderr.startswith(b"compactctl: error: "), out.stderr
+        assert out.stdout == b""
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"\x00\x01 not a transcript\n")
+    out = run_cli("eval", "--estimate", str(junk), good)
+    assert out.returncode == 3
+    assert b"junk.jsonl" in out.stderr
+    assert b"small-s1.canonical.jsonl  [canonical]" in out.stdout  # the other file was done
+    missing = run_cli("eval", "--estimate", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 3
+
+
+def test_stdin_and_folders(tmp_path: Path):
+    data = (SAMPLES / "small-s1.claude-code.jsonl").read_bytes()
+    code, doc = _json("-", input=data)
+    assert code == 0
+    (entry,) = doc["files"]
+    assert entry["path"] == "-" and entry["probes"]["total"] == 36
+    folder = tmp_path / "sessions" / "nested"
+    folder.mkdir(parents=True)
+    for name in ("small-s1.canonical.jsonl", "cjk-s3.canonical.jsonl"):
+        (folder / name).write_bytes((SAMPLES / name).read_bytes())
+    code, doc = _json("--jobs", "2", str(tmp_path / "sessions"))
+    assert code == 0
+    assert sorted(Path(f["path"]).name for f in doc["files"]) == [
+        "cjk-s3.canonical.jsonl",
+        "small-s1.canonical.jsonl",
+    ]
+    assert doc["totals"]["probes"]["total"] == 33 + 31
+
+
+def test_a_pipe_from_compact(tmp_path: Path):
+    data = (SAMPLES / "cjk-s3.canonical.jsonl").read_bytes()
+    compacted = run_cli("compact", "--force", "--estimate", "-q", "-", input=data)
+    assert compacted.returncode == 0
+    code, doc = _json("-", input=compacted.stdout)
+    (entry,) = doc["files"]
+    assert entry["probes"]["total"] == 31 and entry["probes"]["retention"] == 1.0
+    assert entry["tokensAfter"] < entry["tokensBefore"]
+
+
+def test_judge_through_the_cli(tmp_path: Path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app
+
+    # two runs of 8 calls
+    model = FakeModel(monkeypatch, *["an answer", judge_grades(accuracy=5)] * 8)
+    path = str(SAMPLES / "small-s1.canonical.jsonl")
+    r = CliRunner().invoke(app, ["eval", "--estimate", "--json", "--judge", "openai/gpt-4o-mini",
+                                 "--jobs", "1", path])  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    (entry,) = json.loads(r.stdout)["files"]
+    assert entry["judge"]["scores"]["accuracy"] == 5.0
+    assert entry["judge"]["scores"]["continuity"] == 3.0
+    assert json.loads(r.stdout)["totals"]["judge"]["accuracy"] == 5.0
+    assert len(model.calls) == 8
+    table = CliRunner().invoke(app, ["eval", "--estimate", "--judge", "openai/gpt-4o-mini", path])
+    assert "judge openai/gpt-4o-mini (answers: openai/gpt-4o-mini)" in table.stdout
+    assert table.stdout.count("accuracy") == 1 and len(model.calls) == 16
+
+
+def test_after_compact_and_against_a_materialized_output(tmp_path: Path):
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    ctx = tmp_path / "ctx.jsonl"
+    args = ["compact", "--force", "--estimate", "-q"]
+    assert run_cli(*args, "--materialize", "-o", str(ctx), str(src)).returncode == 0
+    assert run_cli(*args, str(src)).returncode == 0
+    _, log = _json(str(src))
+    _, against = _json("--against", str(src), str(ctx))
+    (a,), (b,) = log["files"], against["files"]
+    assert a["probes"] == b["probes"]
+    assert (a["tokensBefore"], a["tokensAfter"]) == (b["tokensBefore"], b["tokensAfter"])
+    assert a["tokensAfter"] < a["tokensBefore"] // 2 and a["probes"]["retention"] == 1.0
+
+
+def test_compare_side_by_side():
+    out = run_cli("eval", "--estimate", "--compare", "default",
+                  "--compare", "strategy=full_replace,max_summary_chars=4000",
+                  str(SAMPLES / "small-s1.canonical.jsonl"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    lines = [line.split() for line in text.splitlines()]
+    rows = {cells[0]: cells for cells in lines if cells and "=" in cells[0]}
+    assert "strategy=full_replace,max_summary_chars=4000" in rows
+    assert rows["strategy=full_replace,max_summary_chars=1200"][3] == "0.88"  # retention
+    code, doc = _json("--compare", "strategy=keep_recent", str(SAMPLES / "cjk-s3.canonical.jsonl"))
+    (entry,) = doc["files"]
+    assert [r["config"] for r in entry["compare"]] == ["as is", "strategy=keep_recent"]
+
+
+def test_help_has_examples_and_no_litellm():
+    out = run_cli("eval", "--help")
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    for option in ("--against", "--min-retention", "--min", "--judge", "--compare", "--json"):
+        assert option in text
+    assert "Examples:" in text and "compactctl eval --min-retention 0.9" in text

@@ -1,0 +1,190 @@
+"""Every command reads every format: foreign samples through the CLI end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compactctl.formats.reader import load
+from compactctl.model import Message
+from compactctl.replay import replay
+from tests.helpers import FIXTURES, SAMPLES, run_cli
+
+FOREIGN = [
+    ("small-s1.claude-code.jsonl", "claude-code"),
+    ("small-s1.claude-stream.jsonl", "claude-stream"),
+    ("small-s1.codex-rollout.jsonl", "codex-rollout"),
+    ("small-s1.openai-chat.jsonl", "openai-chat"),
+    ("messy-s2.claude-code.jsonl", "claude-code"),
+]
+DOCUMENTS = [
+    (FIXTURES / "formats" / "openhands-s1.json", "openhands"),
+    (FIXTURES / "formats" / "swe-agent-s1.traj", "swe-agent"),
+    (FIXTURES / "formats" / "codex-exec-s1.jsonl", "codex-exec"),
+]
+
+
+def _no_split_block(view: list[Message]) -> bool:
+    calls = {c["id"] for m in view for c in m.tool_calls}
+    results = {m.tool_call_id for m in view if m.role == "tool"}
+    return calls == results
+
+
+@pytest.mark.parametrize(("name", "fmt"), FOREIGN)
+def test_compact_force_with_output_on_each_foreign_sample(tmp_path: Path, name: str, fmt: str):
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / name).read_bytes())
+    before = src.read_bytes()
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--force", "--json", "-o", str(out), str(src))
+    assert r.returncode == 0, r.stderr.decode()
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == fmt and f["didCompress"] is True
+    assert src.read_bytes() == before  # a foreign file is never changed
+    fmt_out, events = load(str(out))
+    assert fmt_out == "canonical"
+    view = replay(events)
+    assert _no_split_block(view)
+    assert sum(1 for m in view if "summaryOf" in m.data) == 1
+
+
+@pytest.mark.parametrize(("name", "fmt"), FOREIGN[:1])
+def test_foreign_file_is_never_appended_to(tmp_path: Path, name: str, fmt: str):
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / name).read_bytes())
+    r = run_cli("compact", "--force", str(src))
+    assert r.returncode == 3  # this input could not be processed as asked (others would be)
+    assert f"is a {fmt} transcript; compactctl never appends".encode() in r.stderr
+    assert b"-o FILE, -o DIR/" in r.stderr
+    assert src.read_bytes() == (SAMPLES / name).read_bytes()
+    # --check and --dry-run refuse it the same way (a CI gate must not ask for the impossible)
+    for flag in ("--check", "--dry-run"):
+        r = run_cli("compact", "--force", flag, str(src))
+        assert r.returncode == 3 and b"never appends" in r.stderr, flag
+    # printing the effective context needs no -o
+    r = run_cli("compact", "--force", "--materialize", "--no-store", str(src))
+    assert r.returncode == 0 and r.stdout.count(b"\n") > 10
+
+
+@pytest.mark.parametrize(("path", "fmt"), DOCUMENTS)
+def test_documents_and_exec_streams_inspect_and_compact(tmp_path: Path, path: Path, fmt: str):
+    r = run_cli("inspect", "--json", "--estimate", str(path))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == fmt and f["messages"] > 0
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--force", "--min-saving", "0", "-o", str(out), str(path))
+    assert r.returncode == 0, r.stderr.decode()
+    assert _no_split_block(replay(load(str(out))[1]))
+
+
+def test_inspect_reports_source_duplicates_and_bad_records(tmp_path: Path):
+    # Claude Code repeats tool output in toolUseResult: reported, not counted as context.
+    r = run_cli("inspect", "--json", "--estimate", str(SAMPLES / "small-s1.claude-code.jsonl"))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["duplicates"]["sourceDuplicateBytes"] > 0
+    # a malformed record in the middle of a foreign file: a finding with its line, the rest read
+    lines = (SAMPLES / "small-s1.openai-chat.jsonl").read_bytes().splitlines(keepends=True)
+    broken = b"".join(lines[:10] + [b'{"role": "assistant", "content": \n'] + lines[10:])
+    p = tmp_path / "chat.jsonl"
+    p.write_bytes(broken)
+    r = run_cli("inspect", "--json", "--estimate", str(p))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == "openai-chat" and f["messages"] == 67
+    assert [(x["line"], x["kind"]) for x in f["findings"]] == [(11, "malformed")]
+
+
+def test_unknown_format_is_a_clear_error(tmp_path: Path):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"hello": 1}\n{"world": 2}\n')
+    r = run_cli("inspect", str(p))
+    assert r.returncode == 3
+    assert b"unknown transcript format" in r.stderr and b"claude-code" in r.stderr
+    r = run_cli("inspect", "--format", "nope", str(p))
+    assert b"unknown --format 'nope'" in r.stderr
+
+
+def test_convert_writes_canonical(tmp_path: Path):
+    out = tmp_path / "c.jsonl"
+    r = run_cli("convert", "-o", str(out), str(SAMPLES / "small-s1.codex-rollout.jsonl"))
+    assert r.returncode == 0
+    fmt, events = load(str(out))
+    assert fmt == "canonical"
+    roles = [m.role for m in replay(events)]
+    assert roles.count("user") == 6 and roles.count("tool") == 28
+    r = run_cli("convert", "--list-formats", "--json")
+    assert {f["name"] for f in orjson.loads(r.stdout)} >= {"claude-code", "swe-agent"}
+
+
+CONVERT_INPUTS = [
+    "small-s1.codex-rollout.jsonl",
+    "small-s1.claude-code.jsonl",
+    "small-s1.openai-chat.jsonl",
+    "small-s1.canonical.jsonl",
+]
+
+
+def test_convert_many_files_in_parallel_equals_one_at_a_time(tmp_path: Path):
+    srcs = [str(SAMPLES / n) for n in CONVERT_INPUTS]
+    before = [Path(s).read_bytes() for s in srcs]
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run_cli("convert", "-q", "--jobs", "1", "-o", f"{one}/", *srcs).returncode == 0
+    r = run_cli("convert", "--jobs", "2", "--json", "-o", f"{two}/", *srcs)
+    assert r.returncode == 0
+    report = orjson.loads(r.stdout)
+    assert [f["format"] for f in report["files"]] == [
+        "codex-rollout",
+        "claude-code",
+        "openai-chat",
+        "canonical",
+    ]
+    assert [f["changed"] for f in report["files"]] == [True, True, True, False]
+    assert sorted(p.name for p in two.iterdir()) == sorted(CONVERT_INPUTS)
+    for name in CONVERT_INPUTS:
+        assert (two / name).read_bytes() == (one / name).read_bytes()
+    # the canonical input comes back byte for byte; no source changed
+    assert (two / "small-s1.canonical.jsonl").read_bytes() == before[-1]
+    assert [Path(s).read_bytes() for s in srcs] == before
+
+
+def test_convert_check_and_dry_run_write_nothing(tmp_path: Path):
+    foreign = str(SAMPLES / "small-s1.codex-rollout.jsonl")
+    canonical = str(SAMPLES / "small-s1.canonical.jsonl")
+    out = tmp_path / "out"
+    r = run_cli("convert", "--check", "-o", f"{out}/", foreign, canonical)
+    assert r.returncode == 1 and not out.exists()
+    assert b"1 file would be converted, 1 unchanged" in r.stderr
+    assert run_cli("convert", "--check", canonical).returncode == 0
+    r = run_cli("convert", "--dry-run", foreign)
+    assert r.returncode == 0 and r.stdout == b""
+    assert b"codex-rollout -> canonical, 177 events (would write stdout)" in r.stderr
+
+
+def test_convert_dry_run_refuses_what_the_run_refuses_and_check_does_not(tmp_path: Path):
+    """Several inputs and no -o DIR/: the real run is a usage error, so is its dry run;
+    --check (a gate that writes nothing) reports each file without claiming an output."""
+    foreign = str(SAMPLES / "small-s1.codex-rollout.jsonl")
+    canonical = str(SAMPLES / "small-s1.canonical.jsonl")
+    for flags in ([], ["--dry-run"]):
+        r = run_cli("convert", *flags, foreign, canonical)
+        assert r.returncode == 2 and r.stdout == b"", flags
+        assert b"give a folder (-o DIR/) to write one file per input" in r.stderr
+    r = run_cli("convert", "--check", foreign, canonical)
+    assert r.returncode == 1 and r.stdout == b""
+    assert b"codex-rollout -> canonical, 177 events (would convert)" in r.stderr
+    assert b"canonical -> canonical, 68 events (already canonical)" in r.stderr
+    assert b"would write stdout" not in r.stderr
+    r = run_cli("convert", "--dry-run", "-o", f"{tmp_path}/", foreign, canonical)
+    assert r.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
+def test_convert_never_mixes_sessions_in_one_output(tmp_path: Path):
+    a, b = (str(SAMPLES / n) for n in CONVERT_INPUTS[:2])
+    for args in ([], ["-o", str(tmp_path / "one.jsonl")], ["-o", "-"]):
+        r = run_cli("convert", *args, a, b)
+        assert r.returncode == 2 and r.stdout == b"", args
+        assert b"give a folder (-o DIR/) to write one file per input" in r.stderr
+    assert not (tmp_path / "one.jsonl").exists()
+    assert run_cli("convert", "-q", "-o", str(tmp_path), a, b).returncode == 0  # an existing dir
+    assert len(list(tmp_path.iterdir())) == 2

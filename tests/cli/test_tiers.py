@@ -1,0 +1,101 @@
+"""`tiers` after `compact`, the store's history rows, and `inspect --store`."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+
+from compactctl.formats.reader import load
+from compactctl.layers.tiers import TIER_BUDGETS
+from compactctl.model import SummaryEvent
+from compactctl.replay import replay
+from compactctl.tokens import TokenCounter
+from tests.helpers import SAMPLES, run_cli
+
+
+def test_tiers_after_compact_budgets_idempotence_and_replay(tmp_path: Path):
+    db = tmp_path / "state.db"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "cjk-s3.canonical.jsonl").read_bytes())
+    env = {"COMPACTCTL_DB": str(db)}
+    assert run_cli("compact", "--force", str(path), env=env).returncode == 0
+    r = run_cli("tiers", "--json", str(path), env=env)
+    assert r.returncode == 0, r.stderr.decode()
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["changed"] is True
+    _, events = load(str(path))
+    old, new = [e for e in events if isinstance(e, SummaryEvent)]
+    assert new.data["supersedes"] == old.uuid
+    assert new.replaces == [*old.replaces, old.uuid]
+    counter = TokenCounter(f["tokenizer"])
+    for tier, budget in TIER_BUDGETS.items():
+        assert 0 < counter.count(new.tiers[tier]) <= budget
+        assert f["tiers"][tier] == counter.count(new.tiers[tier])
+    assert counter.count(new.tiers["L0"]) < counter.count(new.tiers["L1"])
+    # replay shows the selected tier, once, in place of the old summary
+    view = replay(events)
+    shown = [m for m in view if "summaryOf" in m.data]
+    assert len(shown) == 1 and shown[0].content == new.tiers[new.data["selectedTier"]]
+    l0_view = [m.content for m in replay(events, tier="L0") if "summaryOf" in m.data]
+    assert l0_view == [new.tiers["L0"]]
+    # inspect --tier counts the effective context with that tier
+    eff = {}
+    for tier in ("L0", "L2"):
+        doc = orjson.loads(run_cli("inspect", "--json", "--tier", tier, str(path), env=env).stdout)
+        eff[tier] = doc["files"][0]["effectiveTokens"]
+    assert eff["L0"] < eff["L2"]
+    # a second run appends nothing
+    size = path.stat().st_size
+    r2 = run_cli("tiers", "--json", str(path), env=env)
+    assert orjson.loads(r2.stdout)["files"][0]["changed"] is False
+    assert path.stat().st_size == size
+    # --materialize with a tier
+    out = tmp_path / "ctx.jsonl"
+    assert (
+        run_cli(
+            "tiers", "--tier", "L0", "--materialize", "-o", str(out), str(path), env=env
+        ).returncode
+        == 0
+    )
+    msgs = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    assert [m["content"] for m in msgs if "summaryOf" in m] == [new.tiers["L0"]]
+    # the store holds the tiers
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("select l0, l1, l2 from tiered_summaries").fetchone()
+    assert row == (new.tiers["L0"], new.tiers["L1"], new.tiers["L2"])
+
+
+def test_tiers_without_summary_says_what_to_do(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    r = run_cli("tiers", "--no-store", str(path))
+    assert r.returncode == 0
+    assert b"no summary yet: run compactctl compact first" in r.stderr
+
+
+def test_every_changing_command_writes_history_and_inspect_store(tmp_path: Path):
+    db = tmp_path / "state.db"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    env = {"COMPACTCTL_DB": str(db)}
+    for args in (["rules"], ["dedup"], ["compact", "--force"], ["tiers"]):
+        assert run_cli(*args, str(path), env=env).returncode == 0
+    # unchanged runs write no row
+    assert run_cli("dedup", str(path), env=env).returncode == 0
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "select command, tokens_before, tokens_after, rules_applied from compaction_history"
+            " order by id"
+        ).fetchall()
+    assert [r[0] for r in rows] == ["rules", "dedup", "compact", "tiers"]
+    assert rows[2][1] > rows[2][2] > 0  # compact: tokens before > after
+    assert "whitespace" in orjson.loads(rows[0][3])
+    r = run_cli("inspect", "--store", "--json", env=env)
+    doc = orjson.loads(r.stdout)
+    assert doc["byCommand"] == {"compact": 1, "dedup": 1, "rules": 1, "tiers": 1}
+    assert doc["tokensSaved"] == sum(b - a for _, b, a, _ in rows)
+    assert doc["sessionsInBreaker"] == []
+    r = run_cli("inspect", "--db", str(db))
+    assert r.returncode == 0 and b"runs by command: " in r.stdout

@@ -1,0 +1,198 @@
+"""Concurrency (docs/design.md section 6): an agent writing, other compactctl runs, locks.
+
+- An agent-like writer (tests/agent_writer.py: large lines, lines written in several
+  ``write()`` calls, no lock) appends while compactctl runs several times on the same file:
+  no line is interleaved, glued or lost; the writer's lines are all there, intact and in
+  order; our records are whole lines.
+- Two compactctl processes on the same file at once: one waits for the lock, the other's
+  events are not appended twice.
+- A lock held too long: exit code 75 and a clear message; nothing written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import SAMPLES
+from tests.system.agent_writer import record
+
+HERE = Path(__file__).resolve().parent
+SMALL = (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and flock")
+
+
+def _cli(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "compactctl", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, bytes, bytes]:
+    out, err = proc.communicate(timeout=300)
+    return proc.returncode, out, err
+
+
+def test_agent_writing_while_compactctl_runs(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(SMALL)
+    stop = tmp_path / "stop"
+    seed = 7
+    writer = subprocess.Popen(
+        [sys.executable, str(HERE / "agent_writer.py"), str(path), str(seed), str(stop)],
+        stdout=subprocess.PIPE,
+    )
+    reports = []
+    try:
+        time.sleep(0.3)  # the writer is under way (its first large line is written in pieces)
+        for args in (
+            ["compact", "--force"],
+            ["rules"],
+            ["compact", "--force"],
+            ["dedup"],
+            ["compact", "--force", "--summary-format", "task-state"],
+            ["rules"],
+        ):
+            code, out, err = _finish(_cli(*args, "--no-store", "--json", str(path)))
+            assert code == 0, err.decode()
+            assert b"Traceback" not in err
+            reports.append(orjson.loads(out)["files"][0])
+    finally:
+        stop.touch()
+        written = int(writer.communicate(timeout=60)[0])
+    assert writer.returncode == 0
+    data = path.read_bytes()
+    assert data.startswith(SMALL)  # nothing already in the file changed
+    assert data.endswith(b"\n")
+    lines = data.split(b"\n")[:-1]
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:  # an interleaved or glued line
+            pytest.fail(f"line {number} does not parse: {line[:120]!r}...{line[-60:]!r}")
+        assert isinstance(obj, dict), number
+        records.append((line, obj))
+    ours = [(line, r) for line, r in records if r.get("type") in {"compact", "summary"}]
+    agents = [line for line, r in records if str(r.get("uuid", "")).startswith("w-")]
+    # the writer's lines: all present, byte for byte, in order
+    assert written > 100
+    assert agents == [record(seed, i)[:-1] for i in range(written)]
+    assert sum(len(line) for line in agents) > 3_000_000  # the large lines went through
+    # our records: whole lines, each event once, as many as the runs reported appending
+    uuids = [r["uuid"] for _, r in ours]
+    assert len(uuids) == len(set(uuids))
+    assert len(ours) == sum(r["appended"] for r in reports) > 0
+    assert not any(r["tornLine"] for r in reports)
+    assert len(records) == SMALL.count(b"\n") + written + len(ours)
+
+
+def _append_fds(pid: int, path: Path) -> int:
+    """How many descriptors ``pid`` has open on ``path`` with ``O_APPEND`` (the append path)."""
+    count = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != str(path):
+                continue
+            flags = Path(f"/proc/{pid}/fdinfo/{fd}").read_text().split("flags:")[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if int(flags, 8) & os.O_APPEND:
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("command", [["compact", "--force"], ["rules"]])
+def test_two_runs_at_once_append_each_event_once(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(SMALL)
+    # hold the lock until both runs have planned and are waiting to append: both then
+    # hold the same plan, and the lock alone decides
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    procs = [_cli(*command, "--no-store", "--json", str(path)) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 120
+        while not all(_append_fds(p.pid, path) for p in procs):
+            assert all(p.poll() is None for p in procs), "a run ended without waiting"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.2)  # both are polling for the lock now
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    results = [_finish(p) for p in procs]
+    assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
+    reports = [orjson.loads(out)["files"][0] for _, out, _ in results]
+    appended = sorted((r["appended"], r["skipped"]) for r in reports)
+    n = appended[1][0]
+    assert n >= 1 and appended == [(0, n), (n, 0)]  # one wrote, the other waited and skipped
+    data = path.read_bytes()
+    assert data.startswith(SMALL)
+    new = [orjson.loads(x) for x in data[len(SMALL) :].splitlines()]
+    assert len(new) == n
+    assert len({r["uuid"] for r in new}) == n
+
+
+_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_lock_held_too_long_gives_exit_75(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(SMALL)
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(SMALL)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
+        started = time.monotonic()
+        code, _, err = _finish(
+            _cli("compact", "--force", "--no-store", "--lock-timeout", "0.5", str(path))
+        )
+        assert code == 75
+        message = err.decode()
+        assert f"{path}: another process has held the lock for 0.5s" in message
+        assert "nothing was written" in message and "--lock-timeout" in message
+        assert "Traceback" not in message
+        assert path.read_bytes() == SMALL
+        # with another, unlocked file in the same run: that one is done, the exit is 75
+        code, out, err = _finish(
+            _cli(
+                "rules", "--no-store", "--json", "--jobs", "1", "--lock-timeout", "0.5",
+                str(path), str(other),
+            )
+        )  # fmt: skip
+        assert code == 75, err.decode()
+        doc = orjson.loads(out)
+        assert [f["path"] for f in doc["files"]] == [str(other)]
+        assert doc["files"][0]["appended"] == 1
+        assert [e["path"] for e in doc["totals"]["errors"]] == [str(path)]
+        assert path.read_bytes() == SMALL
+        assert time.monotonic() - started < 60
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)

@@ -1,0 +1,285 @@
+"""`eval` through the library: probes, checks, retention, tokens, gates, --against.
+
+A planted probe (``fixtures/samples/*.probes.json``) counts as found by the extractor when an
+extracted probe of the same kind contains its text, both compared normalised (case folded,
+whitespace runs as one space): the extractor may keep a little more of the sentence (a
+constraint's clause, an error line's tail), never less. The direct check of the planted
+probes is the same matcher (:class:`compactctl.evaluate.check.Context`) run on the planted
+texts themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compactctl.app.inspect import InspectOptions, inspect_path
+from compactctl.app.jobs import OutputOptions, compact_path
+from compactctl.errors import UsageError
+from compactctl.evaluate import Context, EvalOptions, Probe, evaluate_session, extract_probes
+from compactctl.evaluate.job import eval_path
+from compactctl.evaluate.probes import KINDS, normalise
+from compactctl.evaluate.report import gate_failures, parse_minimum
+from compactctl.layers.options import CompactOptions
+from compactctl.model import Message, event_from_dict
+from compactctl.session import Session
+from tests.helpers import SAMPLES
+from tests.sessions import nothing_to_report, probes
+
+FIXTURES = sorted(p.name for p in SAMPLES.glob("*.jsonl"))
+"""Every sample with planted probes, canonical and foreign: small-s1 in five formats,
+messy-s2 in two, cjk-s3 canonical."""
+
+EST = EvalOptions(encoding="estimate")
+
+
+def _sample(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def _found(planted: dict[str, object], extracted: list[Probe]) -> bool:
+    key = normalise(str(planted["text"]))
+    return any(p.kind == planted["kind"] and key in normalise(p.text) for p in extracted)
+
+
+def _direct(session: Session, name: str) -> float:
+    """The share of the planted probes found in the session's effective context."""
+    planted = probes(_sample(name))
+    ctx = Context(session.effective())
+    kept = sum(ctx.match(Probe(str(p["kind"]), str(p["text"]), None, None)) is not None
+               for p in planted)  # fmt: skip
+    return kept / len(planted)
+
+
+# --- probes ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_extractor_finds_the_planted_probes(name: str):
+    session = Session.open(str(SAMPLES / name), encoding="estimate")
+    extracted = extract_probes(session.events)
+    planted = probes(_sample(name))
+    found = [p for p in planted if _found(p, extracted)]
+    assert len(found) / len(planted) >= 0.9, [p for p in planted if p not in found]
+    assert {p.kind for p in extracted} >= {str(p["kind"]) for p in planted}
+
+
+def test_probes_keep_their_line_and_turn():
+    session = Session.open(str(SAMPLES / "small-s1.canonical.jsonl"), encoding="estimate")
+    by_text = {p.text: p for p in extract_probes(session.events)}
+    command = by_text["python -m pytest tests/test_storage.py -q"]
+    assert (command.kind, command.line, command.turn) == ("command", 9, 1)
+    error = by_text["AssertionError: assert ['e-3', 'e-4', 'e-5'] == ['e-4', 'e-5', 'e-6']"]
+    assert (error.kind, error.line) == ("error", 10)
+    lease = by_text["LeaseExpired: lease 8525 held by worker-5 expired after 30s while flushing "
+                    "segment 98209 (job-bfad32)"]  # fmt: skip
+    assert (lease.kind, lease.line, lease.turn) == ("error", 37, 3)
+    assert by_text["fix the slice start in storage.page_of instead of compensating in the CLI"
+                   ].kind == "decision"  # fmt: skip
+    assert by_text["document --since-days in README.md"].line == 68
+    assert by_text["write a migration note for the 0.6.0 release"].line == 27  # user, turn 2
+    assert by_text["Do not add new dependencies"].kind == "user_constraint"
+    first = [p for p in by_text.values() if p.kind == "first_request"]
+    assert len(first) == 1 and first[0].text.startswith("`quillpad list --page 2` shows")
+    latest = [p for p in by_text.values() if p.kind == "latest_request"]
+    assert latest[0].line == 63 and latest[0].turn == 6
+
+
+def test_foreign_formats_keep_source_lines():
+    session = Session.open(str(SAMPLES / "small-s1.codex-rollout.jsonl"), encoding="estimate")
+    by_text = {p.text: p for p in extract_probes(session.events)}
+    line = by_text["QUI-8564"].line
+    raw = (SAMPLES / "small-s1.codex-rollout.jsonl").read_bytes().split(b"\n")[line - 1]
+    assert b"QUI-8564" in raw
+
+
+def test_done_items_are_not_pending_and_cjk_decisions_lose_their_label():
+    session = Session.open(str(SAMPLES / "cjk-s3.canonical.jsonl"), encoding="estimate")
+    extracted = extract_probes(session.events)
+    decisions = [p.text for p in extracted if p.kind == "decision"]
+    assert "保留 strptime，只在 TIMESTAMP_FORMAT 里加上 %z，不引入 python-dateutil" in decisions
+    pending = [p.text for p in extracted if p.kind == "pending_task"]
+    assert pending == [
+        "给 report 命令加一个 --json 选项",
+        "合并前在生产账本的副本上验证 HAR-2273 的修复",
+    ]
+
+
+def test_every_probe_is_a_substring_of_its_source_message():
+    """What makes an uncompacted log keep every probe: nothing is rewritten."""
+    from compactctl.evaluate.check import message_strings
+
+    for name in FIXTURES:
+        session = Session.open(str(SAMPLES / name), encoding="estimate")
+        by_uuid = {e.uuid: e for e in session.events}
+        for p in extract_probes(session.events):
+            source = by_uuid[p.source]
+            assert any(p.text in s for s in message_strings(source)), (name, p)  # type: ignore[arg-type]
+
+
+def test_summary_messages_of_a_materialized_file_are_not_probes():
+    events = [
+        {"type": "message", "uuid": "s", "role": "user", "summaryOf": "x",
+         "content": "Summary: ran `make deploy-prod` and saw FATAL: disk full"},
+        {"type": "message", "uuid": "u", "role": "user",
+         "content": "Ship it. Do not deploy on Fridays."},
+    ]  # fmt: skip
+    session = Session.from_events([event_from_dict(e, line=i) for i, e in enumerate(events, 1)])
+    texts = [(p.kind, p.text) for p in extract_probes(session.events)]
+    assert texts == [("first_request", "Ship it. Do not deploy on Fridays."),
+                     ("user_constraint", "Do not deploy on Fridays")]  # fmt: skip
+
+
+# --- checking ------------------------------------------------------------------------------
+
+
+def test_context_matches_exact_normalised_and_whole_words():
+    ctx = Context([
+        Message({"type": "message", "uuid": "a", "role": "assistant", "content": "Ran it.",
+                 "toolCalls": [{"id": "c", "name": "bash",
+                                "arguments": {"command": 'grep -n "a  b" src/x.py'}}]}),
+        Message({"type": "message", "uuid": "b", "role": "user",
+                 "content": "KEEP the\n  ledger format. pages_of is new."}),
+    ])  # fmt: skip
+    assert ctx.match(Probe("command", 'grep -n "a  b" src/x.py', 1, 1)) == "exact"
+    assert ctx.match(Probe("user_constraint", "keep the ledger format", 1, 1)) == "normalised"
+    assert ctx.match(Probe("identifier", "page_of", 1, 1)) is None
+    assert ctx.match(Probe("identifier", "pages_of", 1, 1)) == "exact"
+    # a probe never matches across two messages
+    assert ctx.match(Probe("error", "src/x.py KEEP", 1, 1)) is None
+    # the source message answers first; a missing source falls back to the whole context
+    assert ctx.match(Probe("file_path", "src/x.py", 1, 1, "gone")) == "exact"
+
+
+# --- retention and tokens ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_uncompacted_file_keeps_everything(name: str):
+    result = eval_path(str(SAMPLES / name), EST)["result"]
+    assert result.counts.retention == 1.0
+    assert result.counts.total >= 20
+    assert result.tokens_before == result.tokens_after and result.ratio == 1.0
+    assert result.lost == []
+
+
+def test_tokens_agree_with_inspect(tmp_path: Path):
+    path = str(SAMPLES / "small-s1.canonical.jsonl")
+    for encoding in ("estimate", "cl100k_base"):
+        result = eval_path(path, EvalOptions(encoding=encoding))["result"]
+        seen = inspect_path(path, InspectOptions(encoding=encoding))
+        assert (result.tokens_before, result.tokens_after) == (seen["tokens"],
+                                                               seen["effectiveTokens"])  # fmt: skip
+        assert result.tokenizer == encoding
+    compacted = tmp_path / "c.jsonl"
+    compacted.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    compact_path(
+        str(compacted), CompactOptions(force=True, encoding="estimate"), OutputOptions(db="")
+    )
+    result = eval_path(str(compacted), EST)["result"]
+    seen = inspect_path(str(compacted), InspectOptions(encoding="estimate"))
+    assert (result.tokens_before, result.tokens_after) == (seen["tokens"], seen["effectiveTokens"])
+    assert result.tokens_after < result.tokens_before
+
+
+def test_nothing_to_report_loses_almost_everything(tmp_path: Path):
+    result = eval_path(str(nothing_to_report(tmp_path)), EST)["result"]
+    assert result.counts.retention < 0.3
+    assert result.counts.retention == 0.0  # not one probe says "Nothing to report."
+    assert len(result.lost) == result.counts.total == 33
+    assert result.tokens_after == 11  # one short user message: 5 + 3 overhead + 3 priming
+    lost = {p.text: p.line for p in result.lost}
+    assert lost["python -m pytest tests/test_storage.py -q"] == 9
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_retention_after_compact_agrees_with_the_planted_probes(name: str, tmp_path: Path):
+    out = tmp_path / f"{_sample(name)}.jsonl"
+    opts = CompactOptions(force=True, encoding="estimate")
+    if name.endswith(".canonical.jsonl"):
+        out.write_bytes((SAMPLES / name).read_bytes())
+        # messy-s2 ends in a torn line, written just now: torn after 0.2 s, as in conftest
+        compact_path(str(out), opts, OutputOptions(db="", torn_wait=0.2))
+    else:
+        compact_path(str(SAMPLES / name), opts, OutputOptions(output=str(out), db=""))
+    session = Session.open(str(out), encoding="estimate")
+    result = evaluate_session(session, EST)
+    assert result.tokens_after < 0.5 * result.tokens_before  # it did compact
+    direct = _direct(session, name)
+    assert abs(result.counts.retention - direct) <= 0.05, (result.counts.retention, direct)
+
+
+def test_openai_chat_failures_without_is_error_are_probes_the_summary_misses(tmp_path: Path):
+    """The OpenAI chat format has no isError: a pytest run with "1 failed" is still a
+    failure to eval (its error line is a probe), and the extractive summary does not keep
+    it (the planted direct check agrees: 12 of 14)."""
+    out = tmp_path / "o.jsonl"
+    compact_path(str(SAMPLES / "small-s1.openai-chat.jsonl"),
+                 CompactOptions(force=True, encoding="estimate"),
+                 OutputOptions(output=str(out), db=""))  # fmt: skip
+    session = Session.open(str(out), encoding="estimate")
+    result = evaluate_session(session, EST)
+    assert {p.kind for p in result.lost} == {"error", "identifier"}
+    assert "AssertionError: assert ['e-3', 'e-4', 'e-5'] == ['e-4', 'e-5', 'e-6']" in {
+        p.text for p in result.lost
+    }
+    assert _direct(session, "small-s1") == 12 / 14
+
+
+def test_against_the_original_for_a_materialized_output(tmp_path: Path):
+    src = SAMPLES / "messy-s2.claude-code.jsonl"
+    log, ctx = tmp_path / "log.jsonl", tmp_path / "ctx.jsonl"
+    opts = CompactOptions(force=True, encoding="estimate", max_summary_chars=900)
+    compact_path(str(src), opts, OutputOptions(output=str(log), db=""))
+    compact_path(str(src), opts, OutputOptions(output=str(ctx), materialize=True, db=""))
+    direct = eval_path(str(log), EST)["result"]
+    against = eval_path(str(ctx), EvalOptions(encoding="estimate", against=str(src)))["result"]
+    alone = eval_path(str(ctx), EST)["result"]
+    assert against.against == str(src)
+    assert against.counts.total == direct.counts.total
+    assert against.counts.retention == direct.counts.retention
+    assert (against.tokens_before, against.tokens_after) == (direct.tokens_before,
+                                                             direct.tokens_after)  # fmt: skip
+    # alone, the materialized file has only its kept messages: fewer probes, all kept
+    assert alone.counts.total < direct.counts.total and alone.counts.retention == 1.0
+
+
+def test_against_a_folder_finds_the_original_by_name(tmp_path: Path):
+    originals = tmp_path / "orig"
+    originals.mkdir()
+    (originals / "a.jsonl").write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    (originals / "b.jsonl").write_bytes((SAMPLES / "cjk-s3.canonical.jsonl").read_bytes())
+    out = tmp_path / "out"
+    out.mkdir()
+    compact_path(str(originals / "b.jsonl"), CompactOptions(force=True, encoding="estimate"),
+                 OutputOptions(output=str(out / "b.jsonl"), materialize=True, db=""))  # fmt: skip
+    options = EvalOptions(encoding="estimate", against=str(originals))
+    result = eval_path(str(out / "b.jsonl"), options)["result"]
+    assert result.against == str(originals / "b.jsonl")
+    assert result.counts.total == 31  # cjk-s3's probes, not small-s1's
+
+
+# --- the JSON entry and the gates --------------------------------------------------------------
+
+
+def test_json_entry_has_exactly_the_issue_schema(tmp_path: Path):
+    doc = eval_path(str(nothing_to_report(tmp_path)), EST)["result"].to_json()
+    assert list(doc) == ["path", "tokensBefore", "tokensAfter", "ratio", "probes"]
+    assert list(doc["probes"]) == ["total", "kept", "retention", "byKind", "lost"]
+    assert list(doc["probes"]["byKind"]) == list(KINDS)
+    assert all(list(v) == ["total", "kept"] for v in doc["probes"]["byKind"].values())
+    assert all(list(x) == ["kind", "text", "line"] for x in doc["probes"]["lost"])
+    assert doc["probes"]["byKind"]["command"] == {"total": 7, "kept": 0}
+    assert doc["ratio"] == round(doc["tokensAfter"] / doc["tokensBefore"], 4)
+
+
+def test_gates():
+    result = eval_path(str(SAMPLES / "small-s1.canonical.jsonl"), EST)["result"]
+    assert gate_failures(result.counts, 0.9, {"error": 1.0}) == []
+    with pytest.raises(UsageError, match="not between 0 and 1"):
+        gate_failures(result.counts, 1.5, {})
+    assert parse_minimum("file-path=0.5") == ("file_path", 0.5)
+    for bad in ("file_path", "nope=0.5", "error=x", "error=2"):
+        with pytest.raises(UsageError):
+            parse_minimum(bad)

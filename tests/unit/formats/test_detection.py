@@ -1,0 +1,206 @@
+"""Detection by evidence (issue 17): misleading files never exit 0 with lost content.
+
+The corpus is ``fixtures/formats/misleading/`` plus the readers' new fixtures in
+``fixtures/formats/``; names ending ``-described`` are built from a format's public
+description (no such agent ran here). Each file either reads with every message of its own
+independent count (hand-counted below from the file), or is refused (exit 3) with a message
+that says what the file looks like.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compactctl.errors import InputError
+from compactctl.formats import detect, examine, examine_document
+from compactctl.formats.detection import describe
+from compactctl.formats.reader import load
+from compactctl.model import Message
+
+ROOT = Path(__file__).resolve().parents[3]
+FORMATS = ROOT / "fixtures" / "formats"
+MISLEADING = FORMATS / "misleading"
+
+REFUSED = {
+    "cursor-agent-described.jsonl": "role: assistant x2, user x1; keys: role x3, message x3",
+    "anthropic-agent-events-described.jsonl": "type: session.status_running x1",
+    "droid-stream-described.jsonl": "type: message x2",
+    "one-vote.jsonl": "keys: kind x8",
+    "dict-content.jsonl": "role: user x1, assistant x1",
+    "gemini-contents.jsonl": "keys: role x4, parts x4",
+    "notes.json": "a JSON object with keys: title, items",
+}
+"""File -> a piece of what the refusal must say the file looks like."""
+
+READ: dict[str, tuple[str, dict[str, int]]] = {
+    # format, counts: prompts (user, not isMeta), assistant, toolCalls, tool, isError
+    "misleading/chat-pretty.json": (
+        "openai-chat",
+        {"prompts": 1, "assistant": 2, "calls": 1, "tool": 1, "errors": 0, "system": 1},
+    ),
+    "misleading/agent-sidechain-described.jsonl": (
+        "claude-code",
+        {"prompts": 1, "assistant": 2, "calls": 1, "tool": 1, "errors": 0, "system": 0},
+    ),
+    "cline-api-history-described.json": (
+        "anthropic-messages",
+        {"prompts": 2, "assistant": 4, "calls": 2, "tool": 2, "errors": 1, "system": 0},
+    ),
+    "gemini-cli-described.json": (
+        "gemini-cli",
+        {"prompts": 2, "assistant": 3, "calls": 2, "tool": 2, "errors": 1, "system": 0},
+    ),
+    "gemini-cli-described.jsonl": (
+        "gemini-cli",
+        {"prompts": 2, "assistant": 3, "calls": 2, "tool": 2, "errors": 1, "system": 0},
+    ),
+    "qwen-code-described.jsonl": (
+        "qwen-code",
+        {"prompts": 1, "assistant": 2, "calls": 1, "tool": 1, "errors": 0, "system": 0},
+    ),
+    "swe-agent-history-only-described.traj": (
+        "swe-agent",
+        {"prompts": 1, "assistant": 2, "calls": 2, "tool": 2, "errors": 0, "system": 1},
+    ),
+}
+
+
+def counts(events: list[Any]) -> dict[str, int]:
+    """The conversation counts of canonical events (messages only)."""
+    msgs = [e for e in events if isinstance(e, Message)]
+    return {
+        "prompts": sum(1 for m in msgs if m.role == "user" and not m.data.get("isMeta")),
+        "assistant": sum(1 for m in msgs if m.role == "assistant"),
+        "calls": sum(len(m.data.get("toolCalls") or []) for m in msgs),
+        "tool": sum(1 for m in msgs if m.role == "tool"),
+        "errors": sum(1 for m in msgs if m.data.get("isError")),
+        "system": sum(1 for m in msgs if m.role == "system"),
+    }
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compactctl", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_misleading_file_is_refused_with_its_shape(name: str) -> None:
+    path = MISLEADING / name
+    with pytest.raises(InputError) as info:
+        load(str(path))
+    message = str(info.value)
+    assert "unknown transcript format: the file looks like" in message
+    assert REFUSED[name] in message
+    assert "Pass --format NAME" in message
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_misleading_file_exits_3_on_every_reading_command(name: str) -> None:
+    for command in (["inspect"], ["convert", "--dry-run"]):
+        proc = run_cli(*command, str(MISLEADING / name))
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert "looks like" in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_file_reads_whole(name: str) -> None:
+    fmt, expected = READ[name]
+    got_fmt, events = load(str(FORMATS / name))
+    assert got_fmt == fmt
+    assert counts(events) == expected
+
+
+def test_dict_content_is_never_a_python_repr() -> None:
+    _, events = load(str(MISLEADING / "dict-content.jsonl"), "openai-chat")
+    contents = [e.data["content"] for e in events if isinstance(e, Message)]
+    assert contents == [
+        [{"type": "opaque", "value": {"text": "fix the bug", "files": ["a.py"]}}],
+        [{"type": "opaque", "value": {"text": "done", "edits": 1}}],
+    ]
+
+
+def test_format_openai_chat_reads_a_pretty_printed_document() -> None:
+    name, events = load(str(MISLEADING / "chat-pretty.json"), "openai-chat")
+    assert name == "openai-chat"
+    assert [e.data["role"] for e in events if isinstance(e, Message)] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+
+
+def test_one_vote_names_the_closest_format() -> None:
+    records = [json.loads(x) for x in (MISLEADING / "one-vote.jsonl").read_text().splitlines()]
+    found = examine(records)
+    assert found.name is None and found.reason == "unknown"
+    (best,) = [e for e in found.evidence if e.name == "claude-code"]
+    assert (best.strong, best.stray) == (1, 8)
+    assert "claude-code (1 of 9 records match, 8 do not)" in found.message(["x"])
+
+
+def test_droid_stream_is_not_claude_stream() -> None:
+    lines = (MISLEADING / "droid-stream-described.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    assert detect(records) is None
+    assert detect(records[:1]) == "claude-stream"  # one record alone still looks like it
+
+
+def test_qwen_code_is_not_claude_code() -> None:
+    lines = (FORMATS / "qwen-code-described.jsonl").read_text().splitlines()
+    assert detect([json.loads(x) for x in lines]) == "qwen-code"
+
+
+def test_gemini_jsonl_upserts_rewinds_and_sets() -> None:
+    _, events = load(str(FORMATS / "gemini-cli-described.jsonl"))
+    msgs = [e for e in events if isinstance(e, Message)]
+    texts = [m.data["content"] for m in msgs if m.role == "user"]
+    assert texts == ["Why does test_parse fail?", "Fix it."]  # g9 was rewound
+    tools = [m.data for m in msgs if m.role == "tool"]
+    assert [t["content"] for t in tools] == [
+        "E   ValueError: bad date\n1 failed",
+        "def parse(s): ...",
+    ]
+    assert [t["toolCallId"] for t in tools] == ["run_shell_command-1", "read_file-2"]
+
+
+def test_cline_attachments_are_not_prompts() -> None:
+    _, events = load(str(FORMATS / "cline-api-history-described.json"))
+    users = [(m.data["content"], bool(m.data.get("isMeta"))) for m in events if m.role == "user"]
+    assert users[0] == ("<task>\nAdd a --verbose flag to cli.py\n</task>", False)
+    assert all(meta for text, meta in users if "<environment_details>" in text)
+
+
+def test_documents_describe_themselves() -> None:
+    assert examine_document({"a": 1, "b": [2]}).shape == "a JSON object with keys: a, b"
+    assert examine_document([1, 2]).shape.startswith("a JSON array: JSON lines of 2 values")
+    assert describe([]) == "JSON lines of 0 values, none of them an object"
+
+
+def test_folder_runs_find_recognised_documents_only_when_asked(tmp_path: Path) -> None:
+    from compactctl.io.files import discover
+
+    for name in ("gemini-cli-described.json", "swe-agent-history-only-described.traj"):
+        (tmp_path / name).write_bytes((FORMATS / name).read_bytes())
+    (tmp_path / "notes.json").write_bytes((MISLEADING / "notes.json").read_bytes())
+    (tmp_path / "package.json").write_text('{"name": "x", "version": "1.0.0"}')
+    (tmp_path / "s.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    names = lambda found: [Path(p).name for p in found[0]]  # noqa: E731
+    assert names(discover([str(tmp_path)])) == ["s.jsonl"]
+    assert names(discover([str(tmp_path)], documents=True)) == [
+        "gemini-cli-described.json",
+        "s.jsonl",
+        "swe-agent-history-only-described.traj",
+    ]

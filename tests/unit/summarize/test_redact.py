@@ -1,0 +1,82 @@
+"""Secret redaction: each kind caught; the literal prefilters never change the result."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactctl.summarize.redact import redact
+from tests.helpers import SAMPLES
+
+SECRETS = [
+    ("sk-ant-" + "a1" * 15, "anthropic-key"),
+    ("sk-proj-" + "B2" * 15, "openai-key"),
+    ("sk_live_" + "c3" * 10, "stripe-key"),
+    ("AKIA" + "D4E5" * 4, "aws-access-key"),
+    ("ghp_" + "f6" * 20, "github-token"),
+    ("xoxb-" + "1234567890ab", "slack-token"),
+    ("AIza" + "G7h8" * 8 + "abc", "google-api-key"),
+    ("Authorization: BEARER " + "tok" * 8, "bearer-token"),
+    ("postgres://admin:s3cretpw@db/x", "url-password"),
+    ("API_KEY=" + "zz" * 6, "assigned-secret"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "private-key"),
+]
+
+
+def _reference(text: str) -> str:
+    """Every rule, no prefilter: what redact() must equal."""
+    return redact(text, prefilter=False)
+
+
+def test_each_kind_is_redacted():
+    for secret, kind in SECRETS:
+        out = redact(f"before {secret} after")
+        assert f"[REDACTED:{kind}]" in out, (kind, out)
+        assert out == _reference(f"before {secret} after")
+
+
+def test_prefilters_agree_with_the_patterns_on_the_samples():
+    for path in SAMPLES.glob("*.jsonl"):
+        text = path.read_text("utf-8", "replace")
+        assert redact(text) == _reference(text), path.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([s for s, _ in SECRETS] + ["word", " ", "\n", "Key: ", "x" * 8]),
+        max_size=12,
+    )
+)
+def test_prefilters_agree_on_generated_text(parts):
+    text = "".join(parts)
+    assert redact(text) == _reference(text)
+
+
+def test_letters_that_case_fold_onto_ascii_do_not_hide_a_secret():
+    """``re.IGNORECASE`` matches ſ as s, the Kelvin sign as k and İ/ı as i; ``str.lower``
+    does not, so the lower-case shortcut alone would have missed these."""
+    for text in (
+        "paſſword=hunter2222",
+        "client_ſecret: abcdefgh12345678",
+        "API_\u212aEY=abcdefghijklmnop",
+        "Authorization: Bearer abcdefghijklmnop1234 and \u0130",
+        "tok\u0131n=" + "q" * 12,
+    ):
+        assert redact(text) == _reference(text), text
+    assert "[REDACTED:assigned-secret]" in redact("paſſword=hunter2222")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["pa", "ss", "\u017f", "word", "=", ": ", "se", "cret", "\u212a", "ey", "to", "ken"]
+            + ["\u0130", "\u0131", "hunter2222", "x" * 8, " ", "\n"]
+        ),
+        max_size=14,
+    )
+)
+def test_prefilters_agree_with_case_folding_letters(parts):
+    text = "".join(parts)
+    assert redact(text) == _reference(text)
