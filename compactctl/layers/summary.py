@@ -8,7 +8,7 @@ run, compact_start / compact_done / compact_error events), docs/design.md sectio
 
 :func:`plan_compact` is the library entry: it takes one session's events and returns the
 events to append (a micro CompactEvent and/or a SummaryEvent) with a report. It writes
-nothing; the caller appends (``commands.transform_path``).
+nothing; the caller appends (the per-file jobs of :mod:`compactctl.app.jobs`).
 """
 
 from __future__ import annotations
