@@ -14,6 +14,10 @@
   and o200k_base). It is always labelled an estimate where shown.
 - Context windows come from, in order: ``--context-window``, the session event, litellm's
   bundled ``model_prices_and_context_window_backup.json`` read as a plain file.
+- The prompt size of a message list (:func:`prompt_tokens`, :func:`prompt_total`,
+  :func:`prompt_sum`) follows the OpenAI cookbook's counting scheme ("How to count tokens
+  with tiktoken"): each message's payload, plus :data:`MESSAGE_OVERHEAD` per message, plus
+  :data:`REPLY_PRIMING` once. Every layer and report sizes prompts through these three.
 """
 
 from __future__ import annotations
@@ -25,18 +29,22 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from compactctl.text import CJK_LETTERS
 
+if TYPE_CHECKING:
+    from compactctl.model import Message
+
 __all__ = [
     "CHUNK_CHARS",
     "EXACT_MAX_CHARS",
     "MESSAGE_OVERHEAD",
+    "REPLY_PRIMING",
     "TokenCounter",
     "context_window_for",
     "cut_points",
@@ -46,11 +54,18 @@ __all__ = [
     "estimate_tokens",
     "load_encoding",
     "message_payload",
+    "prompt_sum",
+    "prompt_tokens",
+    "prompt_total",
 ]
 
 MESSAGE_OVERHEAD = 3
 """Tokens added per message for role and separators (OpenAI cookbook, "How to count tokens
 with tiktoken": ``tokens_per_message = 3`` for gpt-3.5-turbo-0613 and later)."""
+
+REPLY_PRIMING = 3
+"""Tokens every reply is primed with, counted once per prompt (OpenAI cookbook, "How to count
+tokens with tiktoken": ``<|start|>assistant<|message|>``)."""
 
 CHUNK_CHARS = 1 << 20
 """Characters (1 Mi) encoded per tiktoken call when counting a long text.
@@ -485,6 +500,57 @@ def message_payload(data: Mapping[str, Any]) -> str:
                 parts.append(args if isinstance(args, str) else _dumps(args))
         text = "\n".join(parts)
     return text
+
+
+def prompt_total(payload_tokens: int, messages: int) -> int:
+    """The prompt size of ``messages`` messages whose payloads sum to ``payload_tokens``.
+
+    Args:
+        payload_tokens: tokens of the messages' :func:`message_payload` texts, summed.
+        messages: how many messages (a count).
+
+    Returns:
+        Tokens: ``payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING``, and 0 for
+        no message (OpenAI cookbook, "How to count tokens with tiktoken").
+
+    >>> prompt_total(0, 0), prompt_total(10, 2)
+    (0, 19)
+    """
+    if not messages:
+        return 0
+    return payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING
+
+
+def prompt_sum(counts: Sequence[int]) -> int:
+    """The prompt size of messages given the token count of each one's payload.
+
+    Args:
+        counts: tokens of each message's :func:`message_payload`, one per message.
+
+    Returns:
+        Tokens, as :func:`prompt_total` of their sum and their number.
+
+    >>> prompt_sum([4, 6])
+    19
+    """
+    return prompt_total(sum(counts), len(counts))
+
+
+def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
+    """The prompt size of a message list, in tokens (the OpenAI cookbook's counting scheme).
+
+    Args:
+        messages: the messages sent, in order (``Message`` objects; only ``.data`` is read).
+        counter: counts each payload (exact tiktoken counts, or the chars-based estimate).
+
+    Returns:
+        The sum over messages of the tokens of :func:`message_payload` plus
+        :data:`MESSAGE_OVERHEAD`, plus :data:`REPLY_PRIMING` once; 0 for an empty list.
+
+    Raises:
+        ValueError: ``counter``'s encoding is unavailable.
+    """
+    return prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
 
 
 def _dumps(value: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from compactctl.app.inspect_fast import inspect_lines
 from compactctl.app.inspector import inspect_events
 from compactctl.app.report import Report
-from compactctl.formats.reader import _read_input, _to_canonical, check_format, load
+from compactctl.formats.reader import check_format, load, read_input, to_canonical_events
 from compactctl.io.files import READ_ERRORS, open_input, read_error
 from compactctl.io.jsonl import dump_events
 from compactctl.replay import replay
@@ -78,12 +78,12 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
         )
         with open_input(path) as stream:
             try:
-                doc, got = _read_input(stream, fmt, count)
+                doc, got = read_input(stream, fmt, count)
             except READ_ERRORS as exc:
                 raise read_error(exc, path) from None
         if isinstance(got, dict):
             return got
-        fmt, events = _to_canonical(path, fmt, doc, got)
+        fmt, events = to_canonical_events(path, fmt, doc, got)
     return inspect_events(
         events,
         path=path,

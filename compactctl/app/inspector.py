@@ -22,7 +22,6 @@ from compactctl.model import (
     BadLine,
     CompactEvent,
     Event,
-    Message,
     SessionEvent,
     SummaryEvent,
     is_real_user,
@@ -30,7 +29,7 @@ from compactctl.model import (
 from compactctl.replay import known_modes, replay
 from compactctl.session import context_window as window_of
 from compactctl.session import encoding_name
-from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, message_payload
+from compactctl.tokens import TokenCounter, message_payload, prompt_sum
 
 __all__ = [
     "Finding",
@@ -38,16 +37,11 @@ __all__ = [
     "bad_line_finding",
     "history_entry",
     "inspect_events",
-    "prompt_tokens",
-    "prompt_total",
     "reduction_findings",
 ]
 
 Finding = dict[str, Any]
 """``{"line": int | None, "kind": str, "message": str}``."""
-
-REPLY_PRIMING = 3
-"""Tokens every reply is primed with (OpenAI cookbook, "How to count tokens with tiktoken")."""
 
 _BAD_LINE_MESSAGES = {
     "malformed": "malformed JSON line (kept, skipped by replay)",
@@ -66,32 +60,6 @@ _TOOL_ROW = ("calls", "results", "errors", "bytes", "chars", "tokens")
 _DUP_TAIL = 32
 """Chars at the end of a tool output that, with its length, bucket it for the exact repeat
 search (texts are compared whole only within a bucket, :func:`_repeats`)."""
-
-
-def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
-    """The prompt estimate of a message list, in tokens.
-
-    Sum over messages of the tokens of :func:`~compactctl.tokens.message_payload` plus
-    ``MESSAGE_OVERHEAD``, plus ``REPLY_PRIMING`` once (OpenAI cookbook counting scheme).
-    Zero for an empty list.
-    """
-    return _prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
-
-
-def _prompt_sum(counts: list[int]) -> int:
-    """:func:`prompt_tokens` from the payload counts of the messages."""
-    return prompt_total(sum(counts), len(counts))
-
-
-def prompt_total(payload_tokens: int, messages: int) -> int:
-    """:func:`prompt_tokens` from the payload tokens of ``messages`` messages, summed (tokens).
-
-    >>> prompt_total(0, 0), prompt_total(10, 2)
-    (0, 19)
-    """
-    if not messages:
-        return 0
-    return payload_tokens + MESSAGE_OVERHEAD * messages + REPLY_PRIMING
 
 
 def _finding(line: int | None, kind: str, message: str) -> Finding:
@@ -440,7 +408,7 @@ class InspectAccumulator:
             for text, c in _repeats(same)
             if c > 1
         ]
-        tokens = _prompt_sum(self._counts)
+        tokens = prompt_sum(self._counts)
         effective = (tokens, len(self._counts))
         if self._reductions:
             effective = self._replayed(list(events()), counter, tier)
@@ -483,7 +451,7 @@ class InspectAccumulator:
         changed = [m for m in view if id(m) not in known]
         changed_counts = counter.count_many([message_payload(m.data) for m in changed])
         known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
-        return _prompt_sum([known[id(m)] for m in view]), len(view)
+        return prompt_sum([known[id(m)] for m in view]), len(view)
 
 
 def inspect_events(

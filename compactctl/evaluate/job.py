@@ -86,14 +86,14 @@ def prompt_sizes(
     originals: Sequence[Message], view: View, counter: TokenCounter
 ) -> tuple[int, int]:
     """``(tokens before, tokens after)``: the prompt estimates, in tokens, of the original
-    messages and of the effective context (:func:`compactctl.app.inspector.prompt_tokens`'s
+    messages and of the effective context (:func:`compactctl.tokens.prompt_tokens`'s
     scheme: payload tokens plus a per-message overhead plus the reply priming).
 
     Each original message is counted once; a message of ``view`` that is one of
     ``originals`` (replay keeps unchanged messages as the same objects) reuses its count,
     so only summaries and reduced messages are counted again.
     """
-    from compactctl.app.inspector import prompt_total
+    from compactctl.tokens import prompt_total
 
     counts = counter.count_many([message_payload(m.data) for m in originals])
     known = {id(m): n for m, n in zip(originals, counts, strict=True)}

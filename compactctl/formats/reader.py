@@ -26,7 +26,14 @@ from compactctl.io.jsonl import (
 )
 from compactctl.model import BadLine, Event, event_from_dict
 
-__all__ = ["check_format", "first_line_block", "load", "read_transcript"]
+__all__ = [
+    "check_format",
+    "first_line_block",
+    "load",
+    "read_input",
+    "read_transcript",
+    "to_canonical_events",
+]
 
 
 def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
@@ -69,12 +76,12 @@ def read_transcript(
         UsageError: ``fmt`` is a whole-document format given for JSON lines.
     """
     try:
-        doc, events = _read_input(
+        doc, events = read_input(
             stream, fmt, lambda blocks: list(read_blocks(blocks)), on_first_block
         )
     except READ_ERRORS as exc:
         raise read_error(exc, path) from None
-    return _to_canonical(path, fmt, doc, events)
+    return to_canonical_events(path, fmt, doc, events)
 
 
 _T = TypeVar("_T")
@@ -88,15 +95,21 @@ def check_format(fmt: str | None) -> None:
         raise UsageError(f"unknown --format {fmt!r}; known: {', '.join(known_formats())}")
 
 
-def _read_input(
+def read_input(
     stream: BinaryIO,
     fmt: str | None,
     read_lines: Callable[[Iterator[bytes]], _T],
     on_first_block: Callable[[bytes], None] | None = None,
 ) -> tuple[Any, _T | list[Event] | None]:
-    """The content of a transcript stream: ``(document, None)`` for a whole JSON document,
-    ``(None, events)`` for one that looks like a document but does not parse, else
-    ``(None, read_lines(blocks))`` over the stream's blocks (JSON lines, streamed).
+    """The content of a transcript stream, the first half of :func:`read_transcript`.
+
+    ``(document, None)`` for a whole JSON document, ``(None, events)`` for one that looks
+    like a document but does not parse, else ``(None, read_lines(blocks))`` over the
+    stream's blocks (JSON lines, streamed; blocks of :data:`~compactctl.io.jsonl.BLOCK`
+    bytes). ``read_lines`` decides what a JSON lines file becomes: :func:`read_transcript`
+    makes events of it; ``inspect`` counts the lines as they come
+    (:func:`compactctl.app.inspect_fast.inspect_lines`). Pass the result to
+    :func:`to_canonical_events` unless ``read_lines`` already finished the job.
 
     Raises:
         OSError, EOFError: from the stream.
@@ -116,11 +129,12 @@ def _read_input(
     return None, read_lines(itertools.chain([first], rest))  # the file is never one buffer
 
 
-def _to_canonical(
+def to_canonical_events(
     path: str, fmt: str | None, doc: Any, events: list[Event] | None
 ) -> tuple[str, list[Event]]:
-    """:func:`load` after reading: ``(format name, canonical events)`` of a JSON document
-    (``doc``) or of the events read from JSON lines (imported when the format is foreign).
+    """The second half of :func:`read_transcript`: ``(format name, canonical events)`` of
+    what :func:`read_input` returned, a JSON document (``doc``, ``events`` ``None``) or the
+    events read from JSON lines (imported when the format is foreign).
 
     Raises:
         InputError: the format is unknown. UsageError: ``fmt`` is a whole-document format

@@ -29,7 +29,7 @@ from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.replay import View, reducer, tool_names
 from compactctl.session import Session
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter
+from compactctl.tokens import TokenCounter, prompt_tokens
 
 __all__ = [
     "DedupLayer",
@@ -176,7 +176,6 @@ class DedupLayer(EventLayer):
 def _plan(
     view: View, opts: DedupOptions, timestamp: str, counter: TokenCounter
 ) -> tuple[CompactEvent | None, DedupReport]:
-    from compactctl.app.inspector import prompt_tokens
     from compactctl.layers.similarity import find_duplicates
 
     counts = Counter(m.uuid for m in view)

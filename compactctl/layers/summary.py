@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from compactctl.app.inspector import _prompt_sum
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.layers.base import LayerReport, Plan
 from compactctl.layers.micro import NAMESPACE, MicroLayer
@@ -39,7 +38,7 @@ from compactctl.replay import View, replay, tool_block_keys
 from compactctl.session import Session
 from compactctl.text import PINNED, constraint_re
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter, context_window_for, message_payload
+from compactctl.tokens import TokenCounter, context_window_for, message_payload, prompt_sum
 
 if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
     from compactctl.summarize import Summarizer, SummaryResult
@@ -273,7 +272,7 @@ class _Sizes:
 
     def totals(self, view: View) -> tuple[int, int]:
         """``(prompt_tokens(view, counter), chars)``: tokens as
-        :func:`~compactctl.app.inspector.prompt_tokens` counts them, chars of the payloads."""
+        :func:`~compactctl.tokens.prompt_tokens` counts them, chars of the payloads."""
         known = self._known
         fresh = [m for m in view if id(m) not in known]
         if fresh:
@@ -282,7 +281,7 @@ class _Sizes:
             for m, text, n in zip(fresh, payloads, counts, strict=True):
                 known[id(m)] = (m, len(text), n)
         sizes = [known[id(m)] for m in view]
-        return _prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
+        return prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
 
 
 def plan_compact(

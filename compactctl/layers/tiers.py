@@ -85,7 +85,7 @@ from compactctl.summarize.summary_format import (
 from compactctl.summarize.summary_format import section_key as _key
 from compactctl.text import FENCE_RE as _FENCE_RE
 from compactctl.text import PREFERENCE, constraint_re
-from compactctl.tokens import TokenCounter
+from compactctl.tokens import TokenCounter, prompt_tokens
 
 __all__ = [
     "ANALYSIS_PRIORITY",
@@ -609,7 +609,6 @@ def plan_tiers(
         UsageError: an unknown ``tier``.
         SummaryFormatError: the model's rewrite is invalid or over budget.
     """
-    from compactctl.app.inspector import prompt_tokens
     from compactctl.replay import replay
 
     if tier not in ("auto", *TIERS):
@@ -723,7 +722,6 @@ class TiersLayer(EventLayer):
         Raises:
             UsageError: an unknown tier. SummaryFormatError: a model rewrite was invalid.
         """
-        from compactctl.app.inspector import prompt_tokens
         from compactctl.replay import replay
 
         started = time.monotonic()

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import orjson
 
-from compactctl.app.inspector import prompt_tokens
 from compactctl.app.jobs import OutputOptions, compact_path
 from compactctl.io.files import read
 from compactctl.layers.summary import CompactOptions, plan_compact, select_span, user_constraints
 from compactctl.model import SummaryEvent
 from compactctl.replay import replay, tool_block_keys
 from compactctl.summarize.summary_format import parse_task_state, validate_sections
-from compactctl.tokens import TokenCounter
+from compactctl.tokens import TokenCounter, prompt_tokens
 from tests.helpers import SAMPLES, broken_blocks, context_text, write_jsonl
 from tests.sessions import grow, load_records, probes
 

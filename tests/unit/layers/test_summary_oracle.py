@@ -14,14 +14,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.app.inspector import prompt_tokens
 from compactctl.errors import SummarizerError
 from compactctl.formats.reader import load
 from compactctl.layers.micro import MicroParams, plan_micro, plan_micro_view
 from compactctl.layers.summary import CompactOptions, _Sizes, plan_compact
 from compactctl.model import Event, Message, event_from_dict
 from compactctl.replay import replay
-from compactctl.tokens import TokenCounter, message_payload
+from compactctl.tokens import TokenCounter, message_payload, prompt_tokens
 from tests.fakes import FakeSummarizer
 from tests.helpers import SAMPLES
 from tests.strategies import logs_with_reductions
