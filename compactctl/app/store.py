@@ -95,14 +95,6 @@ BREAKER_FAILURES: Final = 3
 #: Seconds the breaker stays open after the last failure; after that the count starts over.
 BREAKER_SECONDS: Final = 86_400
 
-#: Milliseconds SQLite itself waits for a lock before answering "database is locked".
-BUSY_TIMEOUT_MS: Final = 5_000
-#: Attempts of one transaction on "locked/busy" (each after SQLite's own busy wait).
-RETRY_ATTEMPTS: Final = 8
-#: First backoff between attempts, in seconds; doubles each time, capped, with jitter.
-RETRY_BACKOFF_S: Final = 0.05
-RETRY_BACKOFF_MAX_S: Final = 2.0
-
 #: Seconds after which a pending run whose events are not in its transcript is dropped: its
 #: process died before the append (a pending run whose append is still under way is younger).
 PENDING_TTL_S: Final = 3_600
@@ -219,6 +211,17 @@ def resolve_db_path(flag: str | None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_state_dir("compactctl")) / "compactctl.db"
+
+
+# -- transactions: SQLite's own busy wait, then retries with backoff ----------------------
+
+#: Milliseconds SQLite itself waits for a lock before answering "database is locked".
+BUSY_TIMEOUT_MS: Final = 5_000
+#: Attempts of one transaction on "locked/busy" (each after SQLite's own busy wait).
+RETRY_ATTEMPTS: Final = 8
+#: First backoff between attempts, in seconds; doubles each time, capped, with jitter.
+RETRY_BACKOFF_S: Final = 0.05
+RETRY_BACKOFF_MAX_S: Final = 2.0
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -362,6 +365,41 @@ def _rfc3339(seconds: float | None) -> str | None:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
+def _session_row(c: sqlite3.Connection, sql: str, session_key: str) -> Any:
+    """The row ``sql`` (a ``SELECT`` with one ``session_key = ?`` parameter) finds for one
+    session, or ``None``."""
+    return c.execute(sql, (session_key,)).fetchone()
+
+
+_FAILURES_SQL: Final = (
+    "SELECT consecutive_failures, last_failure_at FROM compaction_state WHERE session_key = ?"
+)
+"""A session's breaker row: ``(consecutive failures, last failure in unix seconds)``."""
+
+_STATE_SQL: Final = (
+    "SELECT session_key, path, last_message_index, last_compaction_at, total_compactions, "
+    "consecutive_failures, last_failure_at FROM compaction_state WHERE session_key = ?"
+)
+"""A session's ``compaction_state`` row, its columns in the order of :data:`_STATE_KEYS`."""
+_STATE_KEYS: Final = (
+    "sessionKey",
+    "path",
+    "lastMessageIndex",
+    "lastCompactionAt",
+    "totalCompactions",
+    "consecutiveFailures",
+    "lastFailureAt",
+)
+"""The keys of :meth:`Store.get_state`'s dict, one per column of :data:`_STATE_SQL`."""
+
+_TIERS_SQL: Final = (
+    "SELECT session_key, path, summary_uuid, l0, l1, l2, messages_before, messages_summarized, "
+    "tokens_before, tokens_after, compression_ratio, created_at, updated_at "
+    "FROM tiered_summaries WHERE session_key = ?"
+)
+"""A session's ``tiered_summaries`` row, as :meth:`Store.get_tiers` reads it."""
+
+
 def _utc_midnight(seconds: float) -> float:
     day = dt.datetime.fromtimestamp(seconds, dt.UTC).date()
     return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
@@ -482,6 +520,14 @@ class Store:
         except sqlite3.Error as exc:
             raise WriteError(f"database write failed: {exc}", path=str(self.path)) from None
 
+    def _session_row(self, sql: str, session_key: str) -> Any:
+        """The row ``sql`` finds for one session (:func:`_session_row`), or ``None``.
+
+        Raises:
+            InputError, LockTimeout: the database could not be read.
+        """
+        return self._read(partial(_session_row, sql=sql, session_key=session_key))
+
     def _read(self, body: Callable[[sqlite3.Connection], T]) -> T:
         try:
             return _transaction(self._conn, body, db=str(self.path), write=False)
@@ -505,17 +551,10 @@ class Store:
             InputError, LockTimeout: the database could not be read.
         """
 
-        def body(c: sqlite3.Connection) -> bool:
-            row = c.execute(
-                "SELECT consecutive_failures, last_failure_at FROM compaction_state "
-                "WHERE session_key = ?",
-                (session_key,),
-            ).fetchone()
-            if row is None or row[1] is None:
-                return False
-            return bool(row[0] >= BREAKER_FAILURES and now - row[1] < BREAKER_SECONDS)
-
-        return self._read(body)
+        row = self._session_row(_FAILURES_SQL, session_key)
+        if row is None or row[1] is None:
+            return False
+        return bool(row[0] >= BREAKER_FAILURES and now - row[1] < BREAKER_SECONDS)
 
     def record_failure(self, session_key: str, path: str, now: float) -> int:
         """Count one failed summarization of the session.
@@ -536,11 +575,7 @@ class Store:
         """
 
         def body(c: sqlite3.Connection) -> int:
-            row = c.execute(
-                "SELECT consecutive_failures, last_failure_at FROM compaction_state "
-                "WHERE session_key = ?",
-                (session_key,),
-            ).fetchone()
+            row = _session_row(c, _FAILURES_SQL, session_key)
             if row is None:
                 count = 1
                 c.execute(
@@ -592,27 +627,8 @@ class Store:
             InputError, LockTimeout: the database could not be read.
         """
 
-        def body(c: sqlite3.Connection) -> dict[str, Any] | None:
-            row = c.execute(
-                "SELECT session_key, path, last_message_index, last_compaction_at, "
-                "total_compactions, consecutive_failures, last_failure_at "
-                "FROM compaction_state WHERE session_key = ?",
-                (session_key,),
-            ).fetchone()
-            if row is None:
-                return None
-            keys = (
-                "sessionKey",
-                "path",
-                "lastMessageIndex",
-                "lastCompactionAt",
-                "totalCompactions",
-                "consecutiveFailures",
-                "lastFailureAt",
-            )
-            return dict(zip(keys, row, strict=True))
-
-        return self._read(body)
+        row = self._session_row(_STATE_SQL, session_key)
+        return None if row is None else dict(zip(_STATE_KEYS, row, strict=True))
 
     # -- history --------------------------------------------------------------------------
 
@@ -731,30 +747,22 @@ class Store:
             InputError, LockTimeout: the database could not be read.
         """
 
-        def body(c: sqlite3.Connection) -> dict[str, Any] | None:
-            r = c.execute(
-                "SELECT session_key, path, summary_uuid, l0, l1, l2, messages_before, "
-                "messages_summarized, tokens_before, tokens_after, compression_ratio, "
-                "created_at, updated_at FROM tiered_summaries WHERE session_key = ?",
-                (session_key,),
-            ).fetchone()
-            if r is None:
-                return None
-            return {
-                "sessionKey": r[0],
-                "path": r[1],
-                "summaryUuid": r[2],
-                "tiers": {"L0": r[3], "L1": r[4], "L2": r[5]},
-                "messagesBefore": r[6],
-                "messagesSummarized": r[7],
-                "tokensBefore": r[8],
-                "tokensAfter": r[9],
-                "compressionRatio": r[10],
-                "createdAt": r[11],
-                "updatedAt": r[12],
-            }
-
-        return self._read(body)
+        r = self._session_row(_TIERS_SQL, session_key)
+        if r is None:
+            return None
+        return {
+            "sessionKey": r[0],
+            "path": r[1],
+            "summaryUuid": r[2],
+            "tiers": {"L0": r[3], "L1": r[4], "L2": r[5]},
+            "messagesBefore": r[6],
+            "messagesSummarized": r[7],
+            "tokensBefore": r[8],
+            "tokensAfter": r[9],
+            "compressionRatio": r[10],
+            "createdAt": r[11],
+            "updatedAt": r[12],
+        }
 
     # -- runs, and consistency with the transcripts ---------------------------------------
 
