@@ -32,7 +32,7 @@ from compactctl.evaluate.probes import Probe, normalise
 from compactctl.model import Message
 from compactctl.summarize.extractive.tools import call_arguments
 
-__all__ = ["EXACT", "NORMALISED", "Context", "message_strings"]
+__all__ = ["EXACT", "NORMALISED", "Context", "message_strings", "string_leaves"]
 
 EXACT = "exact"
 """The match of a probe found as written."""
@@ -43,16 +43,21 @@ NORMALISED = "normalised"
 _SEPARATOR = "\n\x00\n"
 
 
-def _strings(value: Any) -> Iterator[str]:
-    """The string leaves of a JSON value, in order."""
+def string_leaves(value: Any) -> Iterator[str]:
+    """The string leaves of a JSON value (object values and list items, depth first), in
+    order; numbers, booleans and ``null`` are not strings and are skipped.
+
+    >>> list(string_leaves({"a": "x", "b": [1, "y", {"c": "z"}], "d": None}))
+    ['x', 'y', 'z']
+    """
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
         for v in value.values():
-            yield from _strings(v)
+            yield from string_leaves(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _strings(v)
+            yield from string_leaves(v)
 
 
 def message_strings(message: Message) -> Iterator[str]:
@@ -71,7 +76,7 @@ def message_strings(message: Message) -> Iterator[str]:
         yield text
     for call in message.tool_calls:
         yield str(call.get("name") or "")
-        yield from _strings(call_arguments(call))
+        yield from string_leaves(call_arguments(call))
 
 
 def _bounded(haystack: str, needle: str) -> bool:

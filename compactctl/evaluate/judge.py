@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from compactctl.errors import SummarizerError, UsageError
+from compactctl.evaluate.check import string_leaves
 from compactctl.evaluate.probes import Probe
 from compactctl.model import Message
 
@@ -277,21 +278,10 @@ def _outside_secrets(probes: Sequence[Probe], originals: Iterable[Message]) -> l
             out.append(p)
             continue
         if p.source not in safe:
-            safe[p.source] = list(_strings(redact_messages([sources[p.source]])[0]))
+            safe[p.source] = list(string_leaves(redact_messages([sources[p.source]])[0]))
         if any(p.text in s for s in safe[p.source]):
             out.append(p)
     return out
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 def judge_session(
