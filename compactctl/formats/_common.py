@@ -157,6 +157,17 @@ def foreign(
     never copied: only the small identifying fields given in ``extra``.
     """
     event: JSON = {"type": "foreign", "uuid": uuid, "sourceType": source_type}
+    return stamped(event, timestamp, line, **extra)
+
+
+def stamped(event: JSON, timestamp: Any = None, line: int | None = None, **extra: Any) -> JSON:
+    """``event`` with where it came from, in this key order: ``timestamp`` (only when it is a
+    string), ``sourceLine`` (the 1-based source line, when known), then each ``extra`` field
+    that is not ``None``. Changes and returns the same dict.
+
+    >>> stamped({"type": "foreign"}, 5, 3, subtype="x", note=None)
+    {'type': 'foreign', 'sourceLine': 3, 'subtype': 'x'}
+    """
     if isinstance(timestamp, str):
         event["timestamp"] = timestamp
     if line is not None:
@@ -165,6 +176,16 @@ def foreign(
         if value is not None:
             event[key] = value
     return event
+
+
+def message_event(uuid: str, turn: int, role: str) -> JSON:
+    """A canonical message event before its content is known (``content`` ``""``; the
+    importer fills it and stamps the event, :func:`stamped`).
+
+    >>> message_event("u1", 2, "user")
+    {'type': 'message', 'uuid': 'u1', 'turnId': 2, 'role': 'user', 'content': ''}
+    """
+    return {"type": "message", "uuid": uuid, "turnId": turn, "role": role, "content": ""}
 
 
 class Uuids:
@@ -277,16 +298,9 @@ class SummaryChain:
         }
         if trigger:
             event["triggerMode"] = trigger
-        if isinstance(timestamp, str):
-            event["timestamp"] = timestamp
-        if line is not None:
-            event["sourceLine"] = line
-        for key, value in extra.items():
-            if value is not None:
-                event[key] = value
         self._since = []
         self._last = uuid
-        return event
+        return stamped(event, timestamp, line, **extra)
 
 
 def fill_timestamps(events: Iterable[JSON]) -> Iterator[JSON]:

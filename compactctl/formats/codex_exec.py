@@ -42,8 +42,10 @@ from compactctl.formats._common import (
     Uuids,
     dumps,
     foreign,
+    message_event,
     parse_arguments,
     stable_uuid,
+    stamped,
     text_part,
 )
 
@@ -134,14 +136,7 @@ def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict
     reasoning: list[tuple[int, JSON]] = []
 
     def message(line: int, role: str, turn: int, preferred: str) -> JSON:
-        return {
-            "type": "message",
-            "uuid": uuids.take(preferred, line),
-            "turnId": turn,
-            "role": role,
-            "content": "",
-            "sourceLine": line,
-        }
+        return stamped(message_event(uuids.take(preferred, line), turn, role), line=line)
 
     def leftover_reasoning() -> Iterator[JSON]:
         for line, _part in reasoning:

@@ -67,20 +67,17 @@ from compactctl.formats._common import (
     content_text,
     foreign,
     image_from_data_url,
+    message_event,
     parse_arguments,
     stable_uuid,
+    stamped,
     text_part,
 )
+from compactctl.text import CODEX_INJECTED
 
 SOURCE = "codex-rollout"
-INJECTED_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<permissions instructions>",
-    "<user_shell_command>",
-    "<turn_aborted>",
-)
+INJECTED_PREFIXES = CODEX_INJECTED
+"""User-role text Codex injected (:data:`compactctl.text.CODEX_INJECTED`): made ``system``."""
 CALL_TYPES = frozenset(
     {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 )
@@ -197,17 +194,8 @@ class _Rollout:
 
     def message(self, line: int, ts: Any, role: str, turn: int, uid: str | None = None) -> JSON:
         """A new message event (content filled by the caller)."""
-        event: JSON = {
-            "type": "message",
-            "uuid": self.uuids.take(uid or stable_uuid(SOURCE, line), line),
-            "turnId": turn,
-            "role": role,
-            "content": "",
-        }
-        if isinstance(ts, str):
-            event["timestamp"] = ts
-        event["sourceLine"] = line
-        return event
+        event = message_event(self.uuids.take(uid or stable_uuid(SOURCE, line), line), turn, role)
+        return stamped(event, ts, line)
 
     def emit(self, event: JSON) -> None:
         """Queue an event; messages also join the summary chain."""

@@ -40,6 +40,7 @@ from compactctl.formats._common import (
     Uuids,
     collapse,
     foreign,
+    message_event,
     stable_uuid,
     text_part,
 )
@@ -112,13 +113,7 @@ class _Builder:
         preferred = own if isinstance(own, str) and own else stable_uuid(self.source, *salt)
         if salt and isinstance(own, str) and own:
             preferred = stable_uuid(own, *salt)
-        event: JSON = {
-            "type": "message",
-            "uuid": self.uuids.take(preferred, *salt),
-            "turnId": turn,
-            "role": role,
-            "content": "",
-        }
+        event = message_event(self.uuids.take(preferred, *salt), turn, role)
         event.update(at)
         return event
 

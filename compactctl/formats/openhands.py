@@ -54,6 +54,7 @@ from compactctl.formats._common import (
     collapse,
     foreign,
     image_from_data_url,
+    message_event,
     parse_arguments,
     stable_uuid,
     text_part,
@@ -198,13 +199,9 @@ def document_to_canonical(doc: Any) -> Iterator[dict[str, Any]]:
     out: list[JSON] = []
 
     def base(e: JSON, index: int, role: str, turn: int) -> JSON:
-        event: JSON = {
-            "type": "message",
-            "uuid": uuids.take(stable_uuid(SOURCE, e.get("id", index)), index),
-            "turnId": turn,
-            "role": role,
-            "content": "",
-        }
+        event = message_event(
+            uuids.take(stable_uuid(SOURCE, e.get("id", index)), index), turn, role
+        )
         if isinstance(e.get("timestamp"), str):
             event["timestamp"] = e["timestamp"]
         event["sourceIndex"] = index
