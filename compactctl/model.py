@@ -66,7 +66,7 @@ class Event:
         self.data = data
         self.raw = raw
         self.line = line
-        if turn is None:
+        if turn is None:  # as _int("turnId"), inline: every event of a read passes here
             tid = data.get("turnId")
             turn = tid if isinstance(tid, int) and not isinstance(tid, bool) else None
         self.turn = turn
@@ -74,14 +74,28 @@ class Event:
     @property
     def type(self) -> str:
         """The event's ``type`` field (``""`` when missing or not a string)."""
-        t = self.data.get("type")
-        return t if isinstance(t, str) else ""
+        return self._str("type") or ""
 
     @property
     def uuid(self) -> str | None:
         """The event's ``uuid`` (``None`` when missing or not a string)."""
-        u = self.data.get("uuid")
-        return u if isinstance(u, str) else None
+        return self._str("uuid")
+
+    def _str(self, key: str) -> str | None:
+        """The field ``key`` when it is a string, else ``None``."""
+        value = self.data.get(key)
+        return value if isinstance(value, str) else None
+
+    def _int(self, key: str) -> int | None:
+        """The field ``key`` when it is an integer (not a boolean), else ``None``."""
+        value = self.data.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _strs(self, key: str) -> list[str]:
+        """The strings of the list field ``key`` (other items left out); ``[]`` when it is
+        not a list."""
+        value = self.data.get(key)
+        return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
 
     def evolve(self, **changes: Any) -> Event:
         """Return a copy with ``changes`` merged into ``data``; the raw bytes are dropped.
@@ -129,8 +143,7 @@ class Message(Event):
     @property
     def role(self) -> str:
         """``system``, ``user``, ``assistant`` or ``tool`` (``""`` when missing)."""
-        r = self.data.get("role")
-        return r if isinstance(r, str) else ""
+        return self._str("role") or ""
 
     @property
     def content(self) -> Any:
@@ -153,14 +166,12 @@ class Message(Event):
     @property
     def tool_call_id(self) -> str | None:
         """``toolCallId`` of a tool message: the id of the call it answers."""
-        t = self.data.get("toolCallId")
-        return t if isinstance(t, str) else None
+        return self._str("toolCallId")
 
     @property
     def tool_name(self) -> str | None:
         """``toolName`` of a tool message, when the log records it."""
-        t = self.data.get("toolName")
-        return t if isinstance(t, str) else None
+        return self._str("toolName")
 
     @property
     def is_error(self) -> bool:
@@ -187,14 +198,12 @@ class CompactEvent(Event):
     @property
     def mode(self) -> str:
         """The reduction mode (``""`` when missing)."""
-        m = self.data.get("mode")
-        return m if isinstance(m, str) else ""
+        return self._str("mode") or ""
 
     @property
     def targets(self) -> list[str]:
         """The uuids of the messages this event changes."""
-        t = self.data.get("targets")
-        return [x for x in t if isinstance(x, str)] if isinstance(t, list) else []
+        return self._strs("targets")
 
     @property
     def params(self) -> JSON:
@@ -212,20 +221,17 @@ class SummaryEvent(Event):
     @property
     def replaces(self) -> list[str]:
         """The uuids replaced: messages, and an earlier summary when incremental."""
-        r = self.data.get("replaces")
-        return [x for x in r if isinstance(x, str)] if isinstance(r, list) else []
+        return self._strs("replaces")
 
     @property
     def summary_text(self) -> str:
         """``summaryText``: the text the effective context shows in place of the span."""
-        s = self.data.get("summaryText")
-        return s if isinstance(s, str) else ""
+        return self._str("summaryText") or ""
 
     @property
     def last_summarized_turn(self) -> int:
         """``lastSummarizedTurnId`` (0 when missing)."""
-        t = self.data.get("lastSummarizedTurnId")
-        return t if isinstance(t, int) and not isinstance(t, bool) else 0
+        return self._int("lastSummarizedTurnId") or 0
 
     @property
     def tiers(self) -> dict[str, str]:
@@ -245,14 +251,13 @@ class SessionEvent(Event):
     @property
     def model(self) -> str | None:
         """The model the session ran with, when recorded."""
-        m = self.data.get("model")
-        return m if isinstance(m, str) else None
+        return self._str("model")
 
     @property
     def context_window(self) -> int | None:
         """The context window in tokens, when recorded."""
-        c = self.data.get("contextWindow")
-        return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
+        c = self._int("contextWindow")
+        return c if c is not None and c > 0 else None
 
 
 class OtherEvent(Event):
