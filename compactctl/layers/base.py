@@ -15,7 +15,7 @@ commands print with ``--json``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -23,8 +23,18 @@ from compactctl.model import Event
 
 if TYPE_CHECKING:
     from compactctl.session import Session
+    from compactctl.tokens import TokenCounter
 
-__all__ = ["EventLayer", "Layer", "LayerReport", "Plan", "camel", "internal", "plan_layers"]
+__all__ = [
+    "EventLayer",
+    "Layer",
+    "LayerReport",
+    "Plan",
+    "camel",
+    "internal",
+    "plan_events",
+    "plan_layers",
+]
 
 
 def camel(name: str) -> str:
@@ -59,8 +69,11 @@ class LayerReport:
 
     @property
     def tokens_saved_count(self) -> int:
-        """Prompt tokens the layer's events save (by the session's counter)."""
-        return 0
+        """Prompt tokens the layer's events save (by the session's counter): the report's
+        ``tokens_saved`` field where it has one (rules, dedup), else 0 unless the layer says
+        otherwise."""
+        saved = getattr(self, "tokens_saved", 0)
+        return saved if isinstance(saved, int) else 0
 
     def to_json(self) -> dict[str, Any]:
         """The report as printed by ``--json`` (camelCase keys, field order)."""
@@ -130,6 +143,33 @@ class EventLayer:
 
             now = now_rfc3339
         self.now = now
+
+
+def plan_events(
+    layer: Layer[O], events: Iterable[Event], options: O, counter: TokenCounter | None = None
+) -> tuple[Event | None, dict[str, Any]]:
+    """The library form of a layer that plans at most one event (rules, dedup): plan it over
+    a session built from ``events``.
+
+    Args:
+        layer: the layer, with its clock.
+        events: the whole session (held in memory to replay it).
+        options: the layer's options.
+        counter: counts tokens (``None``: the chars-based estimate).
+
+    Returns:
+        ``(event, report)``: the event to append (``None`` when there is nothing to do) and
+        the report's :meth:`LayerReport.to_json`.
+
+    Raises:
+        what ``layer.plan`` raises.
+    """
+    from compactctl.session import Session
+    from compactctl.tokens import TokenCounter
+
+    session = Session.from_events(events, counter=counter or TokenCounter("estimate"))
+    plan = layer.plan(session, options)
+    return (plan.events[0] if plan.events else None), plan.report.to_json()
 
 
 def plan_layers(

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from compactctl.layers.base import EventLayer, LayerReport, Plan
+from compactctl.layers.base import EventLayer, LayerReport, Plan, plan_events
 from compactctl.layers.micro import NAMESPACE
 from compactctl.layers.options import DedupOptions
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
@@ -119,9 +119,7 @@ def plan_dedup(
     Raises:
         ValueError: ``counter``'s encoding is unavailable and there are duplicates to count.
     """
-    session = Session.from_events(events, counter=counter or TokenCounter("estimate"))
-    plan = DedupLayer(now=lambda: timestamp).plan(session, opts)
-    return (plan.events[0] if plan.events else None), plan.report.to_json()  # type: ignore[return-value]
+    return plan_events(DedupLayer(now=lambda: timestamp), events, opts, counter)  # type: ignore[return-value]
 
 
 @dataclass
@@ -147,10 +145,6 @@ class DedupReport(LayerReport):
     @property
     def targets_count(self) -> int:
         return self.pairs
-
-    @property
-    def tokens_saved_count(self) -> int:
-        return self.tokens_saved
 
 
 class DedupLayer(EventLayer):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from compactctl.layers.base import EventLayer, LayerReport, Plan
+from compactctl.layers.base import EventLayer, LayerReport, Plan, plan_events
 from compactctl.layers.micro import NAMESPACE
 from compactctl.layers.options import RulesOptions
 from compactctl.model import CompactEvent, Event, Message, event_from_dict, message_text
@@ -251,9 +251,7 @@ def plan_rules(
     Raises:
         KeyError: an unknown rule name in the options.
     """
-    session = Session.from_events(events, counter=counter or TokenCounter("estimate"))
-    plan = RulesLayer(now=lambda: timestamp).plan(session, opts)
-    return (plan.events[0] if plan.events else None), plan.report.to_json()  # type: ignore[return-value]
+    return plan_events(RulesLayer(now=lambda: timestamp), events, opts, counter)  # type: ignore[return-value]
 
 
 @dataclass
@@ -278,10 +276,6 @@ class RulesReport(LayerReport):
     @property
     def targets_count(self) -> int:
         return self.targets
-
-    @property
-    def tokens_saved_count(self) -> int:
-        return self.tokens_saved
 
 
 class RulesLayer(EventLayer):
