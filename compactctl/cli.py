@@ -5,7 +5,7 @@ Every command shares the shell of docs/design.md section 4: PATHS (files, folder
 options are declared once, as the fields of :class:`Shell`; a command names the ones it takes
 (:func:`command`). Defaults live in the options dataclasses (:mod:`compactctl.layers.options`),
 which ``--help`` quotes; values are resolved flag > environment > config file > default by
-:func:`compactctl.app.config.resolve`. stdout carries data only; messages, progress and the
+:func:`compactctl.app.options.resolve`. stdout carries data only; messages, progress and the
 summary line go to stderr.
 """
 

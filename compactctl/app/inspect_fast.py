@@ -35,7 +35,8 @@ from compactctl.tokens import TokenCounter
 __all__ = ["DETECT_RECORDS", "inspect_lines"]
 
 DETECT_RECORDS = 50
-"""Records (JSON object lines) format detection looks at, as in :func:`compactctl.formats.reader.load`."""
+"""Records (JSON object lines) format detection looks at, as in
+:func:`compactctl.formats.reader.load`."""
 
 
 def inspect_lines(

@@ -4,7 +4,7 @@
 :class:`CompactOptions` (Layer 3: micro compaction and summarization), :class:`TiersOptions`
 (Layer 4). Each layer module re-exports its class (``compactctl.layers.dedup.DedupOptions``).
 
-The command line fills them with :func:`compactctl.app.config.resolve`: a flag, else the
+The command line fills them with :func:`compactctl.app.options.resolve`: a flag, else the
 environment variable ``COMPACTCTL_<KEY>``, else the config file's ``<key>``, else the default
 written here. A field's key is its name, unless its metadata names another one
 (:func:`setting`); only the keys of :data:`compactctl.app.config.KNOWN_KEYS` are read from the
