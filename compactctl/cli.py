@@ -185,6 +185,7 @@ def main() -> None:
         "compactctl compact --model openai/gpt-4o-mini --force session.jsonl",
         "compactctl compact --check ~/sessions/",
         "cat s.jsonl | compactctl compact --force - > out.jsonl",
+        "compactctl compact --force --as native ~/.claude/projects/-src-app/SESSION.jsonl",
     ),
     shared=(*TRANSFORM, "tier", "estimate", "context_window"),
 )
@@ -305,14 +306,16 @@ def compact_cmd(
     """Micro-compact old tool outputs, then summarize when a trigger fires (or --force).
 
     Appends a CompactEvent (mode micro) and a SummaryEvent in place; a second identical run
-    appends nothing. The offline extractive summarizer is the default.
+    appends nothing. The offline extractive summarizer is the default. With --as native, a
+    Claude Code or Codex session is left as it is and the compacted context is written as a
+    new session of that agent, which it resumes (the report says how).
     """
     from compactctl.app.jobs import compact_path
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE, REPLAY_MODULES
 
     s = settings_for(sh.config, "compact")
-    out = sh.output_options(s, paths, sh.tier)
+    out = sh.output_options(s, paths, sh.tier, native=True)
     micro = resolve(
         MicroParams, {"keep_turns": keep_turns, "preserve": tuple(preserve or ()) or None}, s
     )

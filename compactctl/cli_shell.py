@@ -106,7 +106,11 @@ class Shell:
     ] = False
     as_format: Annotated[
         str,
-        typer.Option("--as", help="With --materialize: canonical or openai (Chat Completions)."),
+        typer.Option(
+            "--as",
+            help="With --materialize: canonical or openai (Chat Completions). compact "
+            "also takes native: a new session its agent resumes.",
+        ),
     ] = "canonical"
     tier: Annotated[
         str | None, typer.Option("--tier", help="With --materialize: summary tier L0/L1/L2.")
@@ -167,15 +171,18 @@ class Shell:
         """``--estimate`` as the encoding ``"estimate"``, else ``--encoding``."""
         return "estimate" if self.estimate else self.encoding
 
-    def output_options(self, s: Settings, paths: list[str], tier: str | None) -> Any:
-        """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's),
-        checked against PATHS (:func:`compactctl.app.options.output_options`)."""
+    def output_options(
+        self, s: Settings, paths: list[str], tier: str | None, *, native: bool = False
+    ) -> Any:
+        """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's;
+        ``native``: the command takes ``--as native``), checked against PATHS
+        (:func:`compactctl.app.options.output_options`)."""
         from compactctl.app.options import output_options
 
         flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
                      dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
                      torn_wait=self.torn_wait, tier=tier, fmt=self.fmt,
-                     db="" if self.no_store else self.db)  # fmt: skip
+                     db="" if self.no_store else self.db, native_ok=native)  # fmt: skip
         return output_options(s, paths, flags)
 
 

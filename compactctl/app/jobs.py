@@ -44,6 +44,7 @@ from compactctl.io.export import materialized_lines
 from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_output
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
+from compactctl.io.native import AS_NATIVE, native_format
 from compactctl.model import Event
 from compactctl.replay import replay
 from compactctl.session import Session
@@ -66,6 +67,7 @@ __all__ = [
     "tiers_path",
     "write_plan",
     "write_recorded",
+    "write_resumable",
 ]
 
 
@@ -503,9 +505,22 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             offline = ExtractiveSummarizer()
 
         def attempt() -> dict[str, Any]:
-            session = open_session(
-                path, out, encoding=options.encoding, context_window=options.context_window
-            )
+            native = out.as_format in AS_NATIVE
+            if native and is_stream(path):
+                raise UsageError(
+                    f"--as {out.as_format} writes a new session beside the original, and "
+                    "standard input has no place: give the session file",
+                    path=path,
+                )
+            session = (
+                Session.open(path, out.fmt, encoding=options.encoding,
+                             context_window=options.context_window)
+                if native
+                else open_session(
+                    path, out, encoding=options.encoding, context_window=options.context_window
+                )
+            )  # fmt: skip
+            resumable = native_format(out.as_format, session.format, path) if native else None
             reconcile_store(store, session, out)
             layer = CompactLayer(summarizer=offline, breaker_open=breaker)
             plan = layer.plan(session, options)
@@ -522,9 +537,66 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
                 return run_record(result, "compact", success=messages)
 
             report = plan.report.to_json()
+            if resumable is not None:
+                return write_resumable(session, resumable, plan.events, report, out, store)
             return write_recorded(session, plan.events, report, out, store, record)
 
         return replanned(path, attempt)
+
+
+def write_resumable(
+    session: Session,
+    fmt: str,
+    new: list[Event],
+    report: Mapping[str, Any],
+    out: OutputOptions,
+    store: Any,
+) -> dict[str, Any]:
+    """``compact --as native``: the effective context after the planned events, written as
+    a new session in the agent's own format beside the original (:mod:`compactctl.io.native`);
+    the original is never written, nor are the planned events appended to it.
+
+    Returns:
+        ``report`` plus ``path``, ``format``, ``changed`` (a new session file was written),
+        ``written`` (its path, ``None`` when nothing was written), ``appended`` (its records),
+        ``skipped``, ``tornLine`` and ``resume`` (``{"sessionId", "path", "command", "cwd",
+        "format"}``, ``None`` when the plan changes nothing: no new session then).
+
+    Raises:
+        WriteError: the new session cannot be written (or another file has its name).
+        InputError: the original lacks the fields the agent needs (its session id).
+    """
+    from compactctl.io.native import native_session, write_native
+
+    result: dict[str, Any] = {
+        **report,
+        "path": session.path,
+        "format": session.format,
+        "changed": False,
+        "appended": 0,
+        "skipped": 0,
+        "written": None,
+        "tornLine": False,
+        "resume": None,
+    }
+    if not new:
+        return result
+    view = replay(session.events + new)
+    native = native_session(
+        session.path, fmt, view, model=session.meta.model, pre_tokens=report.get("tokensBefore")
+    )
+    result["resume"] = native.resume()
+    result["nativeMessages"] = native.messages
+    result["nativeDropped"] = native.dropped
+    if not out.writes:
+        result["changed"] = not os.path.exists(native.path)  # --check: 1 if it would write
+        return result
+    wrote = write_native(native)
+    result.update(written=native.path, changed=wrote, appended=len(native.lines) if wrote else 0)
+    if wrote and store is not None:
+        planned = run_record(result, "compact")
+        _store_write(lambda: store.record(planned), result, sum(map(len, native.lines)))
+    return result
 
 
 def layer_path(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
 from compactctl.io.files import STDIN, discover, is_stream
+from compactctl.io.native import AS_NATIVE
 
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
@@ -113,7 +114,9 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
         UsageError: ``-o FILE`` with several inputs, or naming an input; two inputs with
             the same name under ``-o DIR/``, or one that would overwrite its input; ``--as``
             not canonical or openai, or without ``--materialize``; ``--tier`` not L0, L1 or
-            L2; a bad ``lock_timeout`` or ``torn_wait`` setting.
+            L2; a bad ``lock_timeout`` or ``torn_wait`` setting; ``--as native`` (or
+            ``claude-code``, ``codex-rollout``: only when ``flags["native_ok"]``, compact's)
+            with ``-o`` or ``--materialize``.
     """
     from compactctl.app.jobs import OutputOptions, output_name
 
@@ -147,14 +150,23 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
                         f"-o {output_dir} would overwrite the input {f}; use another dir"
                     )
     as_format = flags.get("as_format") or OutputOptions.as_format
-    if as_format not in {"canonical", "openai"}:
-        raise UsageError(f"--as must be canonical or openai, not {as_format!r}")
-    if as_format != "canonical" and not flags.get("materialize"):
+    native = flags.get("native_ok") and as_format in AS_NATIVE
+    if native:
+        if flags.get("materialize") or output is not None or output_dir is not None:
+            raise UsageError(
+                f"--as {as_format} writes a new session beside the original, where its agent "
+                "finds it: it takes neither -o nor --materialize (-o writes canonical JSONL)"
+            )
+    elif as_format not in {"canonical", "openai"}:
+        more = f"; compact also takes {', '.join(AS_NATIVE)}" if as_format in AS_NATIVE else ""
+        raise UsageError(f"--as must be canonical or openai, not {as_format!r}{more}")
+    elif as_format != "canonical" and not flags.get("materialize"):
         raise UsageError("--as applies to --materialize only")
     tier = flags.get("tier")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         raise UsageError(f"--tier must be L0, L1 or L2, not {tier!r}")
-    return resolve(OutputOptions, {**flags, "output": output, "output_dir": output_dir}, settings)
+    fields = {k: v for k, v in flags.items() if k != "native_ok"}
+    return resolve(OutputOptions, {**fields, "output": output, "output_dir": output_dir}, settings)
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -238,6 +238,9 @@ def _unchanged(r: dict[str, Any], why: str) -> str:
 
 
 def _compact_line(r: dict[str, Any]) -> str:
+    resume = r.get("resume")
+    if resume:
+        return _resume_line(r, resume)
     if not r["changed"]:
         return _unchanged(r, r.get("reason") or "nothing to do")
     parts = []
@@ -250,6 +253,29 @@ def _compact_line(r: dict[str, Any]) -> str:
     return (
         f"{r['path']}: {_verb(r, 'appended', 'would append')} {' + '.join(parts)}; prompt "
         f"estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+    )
+
+
+def _resume_line(r: dict[str, Any], resume: dict[str, Any]) -> str:
+    """``compact --as native``: where the new session is and the command that resumes it.
+
+    >>> print(_resume_line({"path": "a.jsonl", "changed": True, "written": "/p/b.jsonl",
+    ...     "nativeMessages": 5}, {"path": "/p/b.jsonl", "format": "claude-code",
+    ...     "command": "claude --resume b", "cwd": "/src"}))
+    a.jsonl: (source unchanged) wrote a new claude-code session of 5 messages: /p/b.jsonl
+      resume it: cd /src && claude --resume b
+    """
+    what = f"a new {resume['format']} session of {r.get('nativeMessages', 0)} messages"
+    if r.get("written") is None:
+        what = f"would write {what}"
+    elif r["changed"]:
+        what = f"wrote {what}"
+    else:
+        what = f"{what} was already written (the same bytes)"
+    where = f"cd {resume['cwd']} && " if resume.get("cwd") else ""
+    return (
+        f"{r['path']}: (source unchanged) {what}: {resume['path']}\n"
+        f"  resume it: {where}{resume['command']}"
     )
 
 

@@ -1,0 +1,211 @@
+"""The native writers (``compact --as native``, issue 18) on the real recordings of
+fixtures/real: the records each agent needs, tool pairs whole, the original untouched, the
+same session on a second run, and the refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compactctl.app.jobs import OutputOptions, compact_path
+from compactctl.errors import UsageError, WriteError
+from compactctl.io.native import native_format, native_session, write_native
+from compactctl.layers.options import CompactOptions
+from compactctl.session import Session
+from tests.helpers import FIXTURES, run_cli
+
+CLAUDE = FIXTURES / "real" / "claude-code-2.1.328" / "b7a64efe-cbfe-47e8-a7f2-2c773ad73928.jsonl"
+CODEX = next((FIXTURES / "real" / "codex-0.169.0").glob("rollout-*.jsonl"))
+OPTIONS = CompactOptions(force=True, keep_recent=4, min_saving=0.0)
+NATIVE = OutputOptions(as_format="native", db="")
+
+
+def _claude(tmp: Path) -> Path:
+    folder = tmp / ".claude" / "projects" / "-tmp-compactctl-agent-work-claude"
+    folder.mkdir(parents=True)
+    return Path(shutil.copy(CLAUDE, folder))
+
+
+def _codex(tmp: Path) -> Path:
+    """The Codex recording up to its own first compaction (two turns, six calls), each
+    command's output made 40 numbered lines longer so that a summary saves something."""
+    folder = tmp / ".codex" / "sessions" / "2026" / "12" / "01"
+    folder.mkdir(parents=True)
+    out = []
+    for rec in _records(CODEX):
+        if rec["type"] == "compacted":
+            break
+        if rec["payload"].get("type") == "function_call_output":
+            more = "".join(f"\nline {n} of the listing" for n in range(40))
+            rec["payload"]["output"] += more
+        out.append(json.dumps(rec) + "\n")
+    path = folder / CODEX.name
+    path.write_text("".join(out))
+    return path
+
+
+def _records(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _compact_new(src: Path) -> tuple[dict[str, Any], Path]:
+    """``compact --as native`` on ``src``: the job's result and the new session's path; the
+    original keeps every byte."""
+    before = _digest(src)
+    result = compact_path(str(src), OPTIONS, NATIVE)
+    new = Path(result["resume"]["path"])
+    assert result["changed"] is True and result["written"] == str(new) and new.is_file()
+    assert _digest(src) == before
+    return result, new
+
+
+def test_claude_code_session(tmp_path: Path) -> None:
+    src = _claude(tmp_path)
+    result, new = _compact_new(src)
+    resume = result["resume"]
+    assert new.parent == src.parent and new.name == resume["sessionId"] + ".jsonl"
+    assert resume["command"] == f"claude --resume {resume['sessionId']}"
+    assert resume["cwd"] == "/tmp/compactctl-agent-work/claude"
+
+    records = _records(new)
+    assert records[0]["type"] == "system" and records[0]["subtype"] == "compact_boundary"
+    assert records[0]["parentUuid"] is None
+    assert records[0]["compactMetadata"]["preTokens"] == result["tokensBefore"] > 0
+    for prev, rec in zip(records, records[1:], strict=False):
+        assert rec["parentUuid"] == prev["uuid"]
+    assert len({r["uuid"] for r in records}) == len(records)
+    for rec in records:
+        assert rec["sessionId"] == resume["sessionId"]
+        assert (rec["cwd"], rec["version"], rec["gitBranch"]) == (resume["cwd"], "2.1.328", "HEAD")
+    (summary,) = [r for r in records if r.get("isCompactSummary")]
+    text = summary["message"]["content"]
+    assert "Summary:\n" in text and "compactctl replaced" in text
+    # every tool_use is answered by a later tool_result, and no result lacks its call
+    uses: list[str] = []
+    for rec in records:
+        content = rec.get("message", {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block["type"] == "tool_use":
+                uses.append(block["id"])
+            elif block["type"] == "tool_result":
+                assert block["tool_use_id"] in uses
+                uses.remove(block["tool_use_id"])
+    assert uses == []
+    assert result["nativeMessages"] == len(records) - 1
+
+    # compactctl reads it back as Claude Code: the summary, then the kept messages
+    back = Session.open(str(new))
+    assert back.format == "claude-code"
+    kept = [m for m in Session.open(str(src)).effective() if m.role != "system"][-3:]
+    assert [m.text for m in back.effective()][-3:] == [m.text for m in kept]
+
+
+def test_claude_code_second_run_writes_nothing(tmp_path: Path) -> None:
+    src = _claude(tmp_path)
+    first = compact_path(str(src), OPTIONS, NATIVE)
+    data = Path(first["written"]).read_bytes()
+    second = compact_path(str(src), OPTIONS, NATIVE)
+    assert second["resume"] == first["resume"]
+    assert second["changed"] is False and second["appended"] == 0
+    assert Path(first["written"]).read_bytes() == data
+    assert sorted(p.name for p in src.parent.iterdir()) == sorted(
+        [src.name, Path(first["written"]).name]
+    )
+    # another compaction (other messages kept) is another session
+    other = compact_path(str(src), CompactOptions(force=True, keep_recent=6, min_saving=0), NATIVE)
+    assert other["resume"]["sessionId"] != first["resume"]["sessionId"]
+
+
+def test_codex_rollout(tmp_path: Path) -> None:
+    src = _codex(tmp_path)
+    result, new = _compact_new(src)
+    resume = result["resume"]
+    sid = resume["sessionId"]
+    assert new.name.startswith("rollout-2026-12-01T") and new.name.endswith(f"-{sid}.jsonl")
+    assert new.parents[3] == tmp_path / ".codex" / "sessions"
+    assert resume["command"] == f"codex resume {sid}"
+
+    records = _records(new)
+    assert [r["ordinal"] for r in records] == list(range(len(records)))
+    meta, compacted = records[0], records[1]
+    assert meta["type"] == "session_meta" and meta["payload"]["id"] == sid
+    original_meta = _records(src)[0]["payload"]
+    assert meta["payload"]["base_instructions"] == original_meta["base_instructions"]
+    assert meta["payload"]["cwd"] == original_meta["cwd"] == resume["cwd"]
+    assert compacted["type"] == "compacted"
+    (item,) = compacted["payload"]["replacement_history"]
+    assert item["role"] == "user" and "Summary:\n" in item["content"][0]["text"]
+    assert compacted["payload"]["message"] == item["content"][0]["text"]
+    assert not [r for r in records if r["type"] == "turn_context"]
+    items = [r["payload"] for r in records[2:]]
+    assert {r["type"] for r in records[2:]} == {"response_item"}
+    calls = [i["call_id"] for i in items if i["type"] == "function_call"]
+    outputs = [i["call_id"] for i in items if i["type"] == "function_call_output"]
+    assert calls and calls == outputs
+    # calls are written back as the original recorded them
+    originals = {
+        r["payload"]["call_id"]: r["payload"]
+        for r in _records(src)
+        if r["type"] == "response_item" and r["payload"].get("type") == "function_call"
+    }
+    assert all(i == originals[i["call_id"]] for i in items if i["type"] == "function_call")
+
+    back = Session.open(str(new))
+    assert back.format == "codex-rollout"
+    tools = [m for m in back.effective() if m.role == "tool"]
+    assert [m.tool_call_id for m in tools] == outputs
+
+
+def test_dry_run_and_check_write_nothing(tmp_path: Path) -> None:
+    src = _claude(tmp_path)
+    for out in (OutputOptions(as_format="native", db="", dry_run=True),
+                OutputOptions(as_format="native", db="", check=True)):  # fmt: skip
+        result = compact_path(str(src), OPTIONS, out)
+        assert result["written"] is None and result["changed"] is True
+        assert not Path(result["resume"]["path"]).exists()
+    assert [p.name for p in src.parent.iterdir()] == [src.name]
+    done = compact_path(str(src), OPTIONS, NATIVE)
+    assert done["resume"] == result["resume"]
+    again = compact_path(str(src), OPTIONS, OutputOptions(as_format="native", db="", check=True))
+    assert again["changed"] is False  # --check: nothing left to write
+
+
+def test_a_different_file_at_the_name_is_left_alone(tmp_path: Path) -> None:
+    src = _claude(tmp_path)
+    session = Session.open(str(src))
+    native = native_session(str(src), "claude-code", session.effective(), model="m")
+    Path(native.path).write_text("someone else's\n")
+    with pytest.raises(WriteError, match="different file"):
+        write_native(native)
+    assert Path(native.path).read_text() == "someone else's\n"
+
+
+def test_formats_that_cannot_be_resumed() -> None:
+    with pytest.raises(UsageError, match="can be resumed are claude-code, codex-rollout"):
+        native_format("native", "canonical", "s.jsonl")
+    with pytest.raises(UsageError, match="use --as native"):
+        native_format("claude-code", "codex-rollout", "r.jsonl")
+    assert native_format("claude-code", "claude-code", "s.jsonl") == "claude-code"
+
+
+def test_cli_refusals(tmp_path: Path) -> None:
+    canonical = tmp_path / "s.jsonl"
+    canonical.write_bytes((FIXTURES / "samples" / "small-s1.canonical.jsonl").read_bytes())
+    r = run_cli("compact", "--force", "--as", "native", "--no-store", str(canonical))
+    assert r.returncode == 2
+    assert b"the formats that can be resumed are claude-code, codex-rollout" in r.stderr
+    src = _claude(tmp_path)
+    r = run_cli("compact", "--as", "native", "-o", str(tmp_path / "o.jsonl"), str(src))
+    assert r.returncode == 2 and b"it takes neither -o nor --materialize" in r.stderr
+    r = run_cli("rules", "--as", "native", str(src))
+    assert r.returncode == 2 and b"compact also takes native" in r.stderr
+    assert sorted(p.name for p in src.parent.iterdir()) == [src.name]
