@@ -652,3 +652,54 @@ def eval_cmd(
     if min_retention is not None or minimum:
         finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)
+
+
+@command(
+    "serve",
+    (
+        "compactctl serve --root ~/sessions",
+        "compactctl serve --root ~/.claude/projects --port 8080",
+        "COMPACTCTL_TOKEN=s3cret compactctl serve --root /srv/sessions --host 0.0.0.0",
+        'curl --json \'{"cwd": "/work/app"}\' localhost:8080/api/sessions/ID/compact',
+    ),
+    shared=("config", "db", "no_store"),
+)
+def serve_cmd(
+    root: Annotated[
+        str, typer.Option("--root", metavar="DIR", help="The folder the sessions are under.")
+    ],
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on (another than 127.0.0.1 needs a token)."
+        ),  # fmt: skip
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: a free one, printed).")] = 8080,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="COMPACTCTL_TOKEN",
+            help="Bearer token the /api routes need (also COMPACTCTL_TOKEN).",
+        ),
+    ] = None,
+    *,
+    sh: Shell,
+) -> None:
+    """Compact on request over HTTP, as Coding Code's context service offers it.
+
+    Routes: POST /api/sessions/{id}/compact (body {cwd?, force?, model?, strategy?}), GET
+    /api/sessions/{id} (inspect), GET /api/sessions, GET /healthz; OpenAPI docs at /docs.
+    Needs the serve extra: pip install 'compactctl[serve]'.
+    """
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        fail_usage(f"serve needs {' and '.join(missing)}: pip install 'compactctl[serve]'")
+    from compactctl.app.serve import ServeConfig, serve
+
+    config = ServeConfig(
+        root, token=token or None, config=sh.config, db="" if sh.no_store else sh.db
+    )
+    serve(config, host, port, announce=err)
