@@ -153,7 +153,8 @@ def inspect_cmd(
         raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt).return_code)
     worker = functools.partial(inspect_path, options=opts)
     report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
-                         json_out=json_out, quiet=sh.quiet, verbose=sh.verbose)  # fmt: skip
+                         json_out=json_out, quiet=sh.quiet, verbose=sh.verbose,
+                         dask=sh.dask)  # fmt: skip
     finish(report, "with findings", sh.quiet, rest="clean")
 
 
@@ -648,7 +649,7 @@ def eval_cmd(
     opts = resolve(EvalOptions, flags, s)
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
                       jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
-                      verbose=sh.verbose)  # fmt: skip
+                      verbose=sh.verbose, dask=sh.dask)  # fmt: skip
     if min_retention is not None or minimum:
         finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)
