@@ -1217,6 +1217,26 @@ def mark_targets(bench: Bench) -> None:
             r.target = f"{r.target}; {rss}" if r.target else rss
 
 
+def serve_rows(bench: Bench) -> None:
+    """``compactctl serve`` in requests per second (bench/serve_bench.py), against one
+    ``compactctl`` process per request measured in the same run (the ratio)."""
+    from bench.serve_bench import serve_rates
+
+    rates = serve_rates(bench.tmp, bench.env)
+    for kind in ("inspect", "compact"):
+        served, procs = rates[kind], rates[f"{kind}Process"]
+        bench.rows.append(
+            Row(
+                f"serve {kind} (small session)",
+                seconds=1 / served,
+                baseline=f"{kind} process/request",
+                ratio=served / procs,
+                note=f"{served:.1f} req/s vs {procs:.1f} req/s",
+                extra=rates,
+            )
+        )
+
+
 def main() -> int:
     from bench.gen_corpus import write_corpus
 
@@ -1265,6 +1285,8 @@ def main() -> int:
         if "dedup" not in skip:
             dedup_scale(bench, dedup_sizes, seed)
         many_doc = many_files(bench, many, seed) if "many" not in skip else {}
+        if "serve" not in skip:
+            serve_rows(bench)
         mark_targets(bench)
         text = table(bench.rows)
         sys.stdout.write(text)

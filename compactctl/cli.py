@@ -153,7 +153,8 @@ def inspect_cmd(
         raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt).return_code)
     worker = functools.partial(inspect_path, options=opts)
     report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
-                         json_out=json_out, quiet=sh.quiet, verbose=sh.verbose)  # fmt: skip
+                         json_out=json_out, quiet=sh.quiet, verbose=sh.verbose,
+                         dask=sh.dask)  # fmt: skip
     finish(report, "with findings", sh.quiet, rest="clean")
 
 
@@ -651,7 +652,58 @@ def eval_cmd(
     opts = resolve(EvalOptions, flags, s)
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
                       jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
-                      verbose=sh.verbose)  # fmt: skip
+                      verbose=sh.verbose, dask=sh.dask)  # fmt: skip
     if min_retention is not None or minimum:
         finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)
+
+
+@command(
+    "serve",
+    (
+        "compactctl serve --root ~/sessions",
+        "compactctl serve --root ~/.claude/projects --port 8080",
+        "COMPACTCTL_TOKEN=s3cret compactctl serve --root /srv/sessions --host 0.0.0.0",
+        'curl --json \'{"cwd": "/work/app"}\' localhost:8080/api/sessions/ID/compact',
+    ),
+    shared=("config", "db", "no_store"),
+)
+def serve_cmd(
+    root: Annotated[
+        str, typer.Option("--root", metavar="DIR", help="The folder the sessions are under.")
+    ],
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on (another than 127.0.0.1 needs a token)."
+        ),  # fmt: skip
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: a free one, printed).")] = 8080,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="COMPACTCTL_TOKEN",
+            help="Bearer token the /api routes need (also COMPACTCTL_TOKEN).",
+        ),
+    ] = None,
+    *,
+    sh: Shell,
+) -> None:
+    """Compact on request over HTTP, as Coding Code's context service offers it.
+
+    Routes: POST /api/sessions/{id}/compact (body {cwd?, force?, model?, strategy?}), GET
+    /api/sessions/{id} (inspect), GET /api/sessions, GET /healthz; OpenAPI docs at /docs.
+    Needs the serve extra: pip install 'compactctl[serve]'.
+    """
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        fail_usage(f"serve needs {' and '.join(missing)}: pip install 'compactctl[serve]'")
+    from compactctl.app.serve import ServeConfig, serve
+
+    config = ServeConfig(
+        root, token=token or None, config=sh.config, db="" if sh.no_store else sh.db
+    )
+    serve(config, host, port, announce=err)

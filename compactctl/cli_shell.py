@@ -163,6 +163,15 @@ class Shell:
             "--jobs", "-j", help="Files processed in parallel (default: number of cores)."
         ),
     ] = None
+    dask: Annotated[
+        str | None,
+        typer.Option(
+            "--dask",
+            metavar="ADDRESS",
+            help="Run the files on a Dask cluster (tcp://host:8786, or local); needs the "
+            "dask extra.",
+        ),
+    ] = None
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
 
@@ -186,7 +195,7 @@ class Shell:
         return output_options(s, paths, flags)
 
 
-RUN = ("config", "jobs", "quiet", "verbose")
+RUN = ("config", "jobs", "dask", "quiet", "verbose")
 """The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
 
 
@@ -291,7 +300,8 @@ def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, 
     from compactctl.app.runner import run_transform
 
     report = run_transform(paths, worker, command=command, settings=s, out=out, jobs=sh.jobs,
-                           json_out=sh.json_out, quiet=sh.quiet, **kwargs)  # fmt: skip
+                           json_out=sh.json_out, quiet=sh.quiet, dask=sh.dask,
+                           **kwargs)  # fmt: skip
     verb = SUMMARY_VERBS[command]
     finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)
 

@@ -91,6 +91,7 @@ def run_files(
     quiet: bool,
     desc: str,
     trim: bool = True,
+    dask: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
@@ -99,7 +100,10 @@ def run_files(
     time (the next window is queued while this one is collected), largest file first within
     a window; results come back in input order. The window is wide so that one large file
     does not leave the other workers idle, and fixed so that the parent's memory does not
-    grow with the number of files (at most two windows of results are held). ``trim``: give
+    grow with the number of files (at most two windows of results are held). With ``dask``
+    (``--dask ADDRESS``, or the ``dask`` setting), the same per-file jobs run on a Dask
+    cluster instead (:func:`compactctl.app.cluster.cluster_outcomes`; ``-`` still runs
+    here). ``trim``: give
     the heap back after each session of at least :data:`TRIM_MIN_BYTES` (for workers that
     hold a session's events; ``inspect`` does not). A progress bar goes to stderr when it is
     a terminal and there are several files (``desc`` names it).
@@ -110,11 +114,19 @@ def run_files(
     """
     files = discover_files(paths, report)
     n = _jobs(settings, jobs, len(files))
+    address = settings.get("dask", dask, None, str) or None
     bar = _progress(len(files), quiet, desc)
     debug = bool(os.environ.get("COMPACTCTL_DEBUG"))
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
-        if n > 1 and STDIN not in files:
+        if address is not None and STDIN not in files:
+            import functools
+
+            from compactctl.app.cluster import cluster_outcomes
+
+            task = functools.partial(_guarded, worker, debug=debug, trim=trim)
+            yield from cluster_outcomes(files, task, address)
+        elif n > 1 and STDIN not in files:
             from concurrent.futures import Future, ProcessPoolExecutor
 
             window = max(64, 4 * n)
@@ -234,6 +246,7 @@ def run_transform(
     line: Callable[[dict[str, Any]], str] | None = None,
     warm: Sequence[str] = (),
     warm_encoding: str | None = None,
+    dask: str | None = None,
 ) -> Report:
     """Run a transcript-changing command over PATHS and report each file as it finishes.
 
@@ -256,8 +269,9 @@ def run_transform(
     report = Report(check=out.check)
     doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if json_out else None
     for result in run_files(
-        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command
-    ):
+        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
+        dask=dask,
+    ):  # fmt: skip
         report.done(result, changed=result["changed"])
         if doc is not None:
             doc.add(result)
@@ -281,6 +295,7 @@ def run_inspect(
     json_out: bool,
     quiet: bool,
     verbose: bool,
+    dask: str | None = None,
 ) -> Report:
     """Run ``inspect`` over PATHS: each file's table on stdout as it finishes (all findings
     with ``verbose``), or the ``--json`` document with the run's totals.
@@ -298,7 +313,7 @@ def run_inspect(
     totals = InspectTotals()
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet,
-        desc="inspect", trim=False,
+        desc="inspect", trim=False, dask=dask,
     ):  # fmt: skip
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
         report.done(result, changed=bool(serious))
