@@ -19,6 +19,7 @@ from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
 from compactctl.io.files import STDIN, discover, is_stream
 from compactctl.io.native import AS_NATIVE
+from compactctl.io.remote import is_url
 
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
@@ -122,10 +123,23 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
 
     output: str | None = flags.get("output")
     output_dir: str | None = None
-    if output is not None and (os.path.isdir(output) or output.endswith(os.sep)):
+    remote = [p for p in paths if is_url(p)]
+    if remote and output is None:
+        raise UsageError(
+            f"{remote[0]} is in object storage, which cannot be appended to: pass -o (a file, "
+            "a folder ending in /, or a URL) to write the result there"
+        )
+    if output is not None and (
+        output.endswith("/") or (not is_url(output) and os.path.isdir(output))
+    ):
         output_dir, output = output, None
         if not (flags.get("dry_run") or flags.get("check")):
-            os.makedirs(output_dir, exist_ok=True)
+            if is_url(output_dir):
+                from compactctl.io.remote import makedirs
+
+                makedirs(output_dir)
+            else:
+                os.makedirs(output_dir, exist_ok=True)
     if output is not None or output_dir is not None:
         files, _ = discover(paths)
         if output is not None and len(files) > 1:

@@ -33,6 +33,7 @@ import orjson
 from compactctl.errors import FileChanged, InputError, LockTimeout, UsageError, WriteError
 from compactctl.io.jsonl import parse_line, read_stream
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
+from compactctl.io.remote import is_url
 from compactctl.model import Event
 
 __all__ = [
@@ -128,6 +129,14 @@ def discover(
     for arg in paths:
         if arg == STDIN:
             candidates = [STDIN]
+        elif is_url(arg):  # object storage: compactctl/io/remote.py
+            from compactctl.io.remote import discover_url
+
+            try:
+                candidates = discover_url(arg)
+            except InputError as exc:
+                errors.append(exc)
+                continue
         else:
             p = Path(arg)
             if p.is_dir():
@@ -278,6 +287,12 @@ def open_input(path: str, identity: list[IdentityReader] | None = None) -> Itera
                 yield gz  # type: ignore[misc]
         else:
             yield stream
+        return
+    if is_url(path):  # object storage (no identity: never appended to)
+        from compactctl.io.remote import open_url
+
+        with open_url(path) as remote:
+            yield remote
         return
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below
@@ -762,6 +777,10 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
             total += len(chunk)
         out.flush()
         return total
+    if is_url(target):
+        from compactctl.io.remote import write_url
+
+        return write_url(target, lines)
     _ignore_sigxfsz()
     folder = os.path.dirname(os.path.abspath(target))
     try:

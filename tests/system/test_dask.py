@@ -154,3 +154,18 @@ def test_a_worker_killed_mid_file_is_retried_elsewhere(scheduler: str, tmp_path:
     assert data.startswith(before)
     assert data[len(before) :].count(b'"type":"summary"') == 1
     assert err.decode().count("appended") == 4
+
+
+def test_object_storage_urls_on_the_cluster(scheduler: str, tmp_path: Path) -> None:
+    src = _folder(tmp_path / "in")
+    (src / "cc.jsonl").unlink()
+    env = {"COMPACTCTL_DB": str(tmp_path / "state.db")}
+    r = run_cli("compact", "--force", "--dask", scheduler, "-o", f"file://{tmp_path}/out/",
+                f"file://{src}/", env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"s{i}.jsonl" for i in range(6)]
+    for i in range(6):
+        assert _appended(tmp_path / "out" / f"s{i}.jsonl")[1][0] == "summary"
+        assert (src / f"s{i}.jsonl").read_bytes() == (
+            SAMPLES / "small-s1.canonical.jsonl"
+        ).read_bytes()
