@@ -1287,6 +1287,14 @@ def main() -> int:
         many_doc = many_files(bench, many, seed) if "many" not in skip else {}
         if "serve" not in skip:
             serve_rows(bench)
+        if "dask" not in skip:
+            from bench.dask_bench import dask_rows
+            from bench.gen_corpus import write_corpus as write_small
+
+            small = write_small(CORPUS_DIR / f"many-{many}-s{seed}", total_mb=many * 0.05,
+                                seed=seed + 100, max_session_mb=0.1, min_session_kb=4,
+                                prefix="small")[:many]  # fmt: skip
+            dask_rows(bench, run_proc, copy_corpus, small, Row)
         mark_targets(bench)
         text = table(bench.rows)
         sys.stdout.write(text)

@@ -120,6 +120,50 @@ def test_same_report_and_exit_code_as_local(scheduler: str, tmp_path: Path) -> N
     assert _report(c.stdout, remote) == _report(d.stdout, local)
 
 
+def _untimed(lines: bytes) -> list[dict[str, object]]:
+    """Effective-context records without their ``timestamp`` (a summary is dated when its
+    compaction ran)."""
+    records = [orjson.loads(line) for line in lines.splitlines()]
+    for r in records:
+        r.pop("timestamp", None)
+    return records
+
+
+def _ran_on_scheduler(address: str) -> int:
+    """How many compactctl tasks the scheduler has run to completion: its task prefix
+    ``compactctl`` counts every task that reached each state (``memory``: done), also after
+    the tasks are forgotten."""
+    from distributed import Client
+
+    def count(dask_scheduler: object) -> int:
+        prefix = dask_scheduler.task_prefixes.get("compactctl")  # type: ignore[attr-defined]
+        return 0 if prefix is None else int(prefix.state_counts["memory"])
+
+    with Client(address, timeout=10) as client:
+        return int(client.run_on_scheduler(count))
+
+
+def test_forty_files_equal_a_jobs_2_run(scheduler: str, tmp_path: Path) -> None:
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    for folder in (local, remote):
+        folder.mkdir()
+        for i in range(40):
+            name = "small-s1" if i % 2 else "messy-s2"
+            shutil.copyfile(SAMPLES / f"{name}.canonical.jsonl", folder / f"s{i:02}.jsonl")
+            os.utime(folder / f"s{i:02}.jsonl", (0, 0))  # messy-s2's torn line: long quiet
+    env = {"COMPACTCTL_DB": str(tmp_path / "state.db")}
+    before = _ran_on_scheduler(scheduler)
+    a = run_cli("compact", "--force", "--jobs", "2", str(local), env=env)
+    b = run_cli("compact", "--force", "--dask", scheduler, str(remote), env=env)
+    assert (a.returncode, b.returncode) == (0, 0), b.stderr
+    assert _ran_on_scheduler(scheduler) - before == 40
+    mine = run_cli("inspect", "--effective", str(remote), env=env)  # all 40, one after another
+    theirs = run_cli("inspect", "--effective", str(local), env=env)
+    assert mine.returncode == theirs.returncode == 0
+    assert len(mine.stdout.splitlines()) > 40 * 10
+    assert _untimed(mine.stdout) == _untimed(theirs.stdout)
+
+
 def test_a_worker_killed_mid_file_is_retried_elsewhere(scheduler: str, tmp_path: Path) -> None:
     from distributed import Client
 

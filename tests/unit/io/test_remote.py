@@ -86,3 +86,41 @@ def test_cli_with_file_urls(tmp_path: Path) -> None:
     r = run_cli("inspect", "--json", f"file://{tmp_path}/out/a.jsonl", env=env)
     doc = orjson.loads(r.stdout)
     assert doc["files"][0]["effectiveTokens"] < doc["files"][0]["tokens"]
+
+
+def test_s3_round_trip_against_a_local_s3_server(tmp_path: Path) -> None:
+    """An S3 round trip through the CLI against moto's S3 server on 127.0.0.1 (s3fs is the
+    s3:// filesystem; the endpoint comes from fsspec's FSSPEC_S3_ENDPOINT_URL)."""
+    import socket
+
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        creds = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                 "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+        fs = s3fs.S3FileSystem(key="test", secret="test", endpoint_url=endpoint)
+        fs.mkdir("sessions")
+        fs.pipe("sessions/in/a.jsonl", SMALL)
+        fs.pipe("sessions/in/b.jsonl.gz", gzip.compress(SMALL))
+        env = {**creds, "FSSPEC_S3_ENDPOINT_URL": endpoint,
+               "COMPACTCTL_DB": str(tmp_path / "state.db")}  # fmt: skip
+        r = run_cli("compact", "--force", "-o", "s3://sessions/out/", "s3://sessions/in/", env=env)
+        assert r.returncode == 0, r.stderr
+        fs.invalidate_cache()
+        assert sorted(fs.ls("sessions/out")) == ["sessions/out/a.jsonl", "sessions/out/b.jsonl"]
+        for name in ("a", "b"):
+            data = fs.cat(f"sessions/out/{name}.jsonl")
+            kinds = [orjson.loads(x)["type"] for x in data[len(SMALL) :].splitlines()]
+            assert data.startswith(SMALL) and kinds == ["compact", "summary"]
+        assert fs.cat("sessions/in/a.jsonl") == SMALL
+        r = run_cli("compact", "--force", "s3://sessions/in/a.jsonl", env=env)
+        assert r.returncode == 2 and b"cannot be appended to" in r.stderr
+    finally:
+        server.stop()
