@@ -31,6 +31,10 @@ its value is redacted only when it looks generated (hex of 16+, or letters, digi
 case mixed, or base64); a value that is code (``input.token``, ``get_key()``), a
 placeholder (``$TOKEN``, ``<password>``, ``***``) or a type (``password: str``) is kept.
 
+A JSON document printed as text (a tool's output, a tool call's arguments as a string) holds
+its newlines as ``\\n`` escapes: a line, and a word, begin after one as after a newline
+(``{"raw": "[db]\\npassword = a b c"}`` loses ``a b c``, as the INI line itself does).
+
 Not recognised: a random string with neither a known prefix nor a telling name
 (detect-secrets' entropy plugins flag quoted ones; here they would take ids and hashes too),
 Discord bot tokens, the data of a Kubernetes Secret, PuTTY key files, a ``Bearer`` token
@@ -137,6 +141,18 @@ Handler = Callable[[str, str, "re.Match[str]"], Iterator[Span]]
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
+def _escape_before(text: str, i: int) -> bool:
+    """Whether ``text[i - 2 : i]`` is a ``\\n``, ``\\r`` or ``\\t`` escape: in a JSON
+    document printed as text (a tool's output), a line or a word begins after it."""
+    return i >= 2 and text[i - 2] == "\\" and text[i - 1] in "nrt"
+
+
+def _word_start(text: str, i: int) -> bool:
+    """Whether a token starting at ``text[i]`` begins a word: at the start, after a
+    character that is no word character, or after a ``\\n`` escape."""
+    return i == 0 or text[i - 1] not in _WORD or _escape_before(text, i)
+
+
 # --------------------------------------------------------------------------- provider tokens
 
 _END = r"(?![a-z0-9_\-])"  # (lower-cased text) a token ends where its alphabet does
@@ -225,7 +241,7 @@ def _token(alt: _Alt) -> Handler:
                 start -= 1
         else:
             start -= int(alt.left)
-        if start == 0 or text[start - 1] not in _WORD:
+        if _word_start(text, start):
             yield start, m.end(), alt.kind
 
     return handler
@@ -234,7 +250,7 @@ def _token(alt: _Alt) -> Handler:
 def _mailchimp(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     """``<32 hex>-us<dc>``: the hex before ``-us`` is part of the key."""
     start = m.start() - 32
-    if start == 0 or text[start - 1] not in _WORD:
+    if _word_start(text, start):
         yield start, m.end(), "mailchimp-key"
 
 
@@ -520,6 +536,8 @@ def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     kw = m.start()
     start = kw
     while start > 0 and text[start - 1] in _NAME_CHARS and kw - start < 64:
+        if _escape_before(text, start):
+            break  # ``\\npassword = ...``: the name begins a line of an escaped text
         start -= 1
     name = text[start : m.start("close")].lstrip("$@-.")
     if not name.isascii():
@@ -550,7 +568,9 @@ def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
                 yield (i if kind == "bearer-token" else s), e, kind
             return
     lead = text[max(0, start - 32) : start]
-    nl = lead.rfind("\n")
+    # the line's start: after a newline, or after a ``\\n`` escape (in an escaped text)
+    escaped = max(lead.rfind("\\n"), lead.rfind("\\r"))
+    nl = max(lead.rfind("\n"), escaped + 1 if escaped >= 0 else -1)
     line_style = (nl >= 0 or start <= 32) and _LINE_LEAD.fullmatch(lead[nl + 1 :]) is not None
     # a config line's value runs to its end (YAML ``key: a b``, INI ``key = a b``); a shell
     # assignment's (``KEY=a b``) to the first space

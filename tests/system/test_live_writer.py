@@ -6,8 +6,10 @@ a last line without a newline is waited for up to ``--lock-timeout`` (then exit 
 written), and counts as torn only once the file has been quiet for ``--torn-wait`` (default
 300 s; ``COMPACTCTL_TORN_WAIT``, config ``torn_wait``).
 
-- a writer pausing 3 s mid-line (a real process): waited for, our record after its line; with a
-  shorter ``--lock-timeout``: exit 75 and nothing written;
+- a writer pausing 3 s mid-line (a real process; the pause counted from the moment
+  compactctl holds the lock, /proc/locks, so a slow start on a busy machine cannot end the
+  line before compactctl looks at it): waited for, our record after its line; with a shorter
+  ``--lock-timeout``: exit 75 and nothing written;
 - a 30 s pause, simulated by dating the file's last change 30 s back (a real 30 s pause runs
   under ``make stress``, ``COMPACTCTL_STRESS=1``): waited for with the default; an explicit
   ``--torn-wait`` shorter than the pause takes the line as torn, as asked;
@@ -58,21 +60,59 @@ def default_torn_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COMPACTCTL_TORN_WAIT", raising=False)
 
 
-def _pausing_writer(path: Path, pause: float) -> subprocess.Popen[bytes]:
-    """A process that appends HALF, pauses ``pause`` seconds mid-line, then appends REST."""
-    code = (
-        "import os, sys, time\n"
+class PausingWriter:
+    """An agent in another process: it appends HALF (``O_APPEND``), pauses mid-line until
+    :meth:`finish` (the test decides how long the pause is, from the moment compactctl is
+    waiting), then appends REST."""
+
+    CODE = (
+        "import os, sys\n"
         "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
         f"os.write(fd, {HALF!r})\n"
-        f"time.sleep({pause})\n"
+        "print('half', flush=True)\n"
+        "sys.stdin.readline()\n"
         f"os.write(fd, {REST!r})\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path)])
-    deadline = time.monotonic() + 30
-    while path.stat().st_size == len(BASE):  # the half line is there
-        assert time.monotonic() < deadline, "the writer did not start"
-        time.sleep(0.01)
-    return proc
+
+    def __init__(self, path: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.CODE, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stdout.readline() == "half\n"
+        self.half_at = time.monotonic()
+
+    def finish(self) -> None:
+        """End the line (REST) and wait for the process."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.close()
+        assert self.proc.wait(30) == 0
+
+
+def _compactctl(path: Path, lock_timeout: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "compactctl", "rules", "--no-store", "--lock-timeout",
+         str(lock_timeout), str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _wait_for_the_lock(proc: subprocess.Popen[bytes], path: Path) -> None:
+    """Wait until ``proc`` holds its ``flock`` on ``path`` (/proc/locks): it has read and
+    planned, and is in its append, looking at the unfinished last line."""
+    inode = f":{path.stat().st_ino}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        with open("/proc/locks") as fh:
+            if any(x.split()[1] == "FLOCK" and x.split()[5].endswith(inode) for x in fh):
+                return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.005)
+    raise AssertionError("compactctl never took the lock")
 
 
 def _our_lines(data: bytes) -> list[dict[str, object]]:
@@ -86,32 +126,48 @@ def _our_lines(data: bytes) -> list[dict[str, object]]:
 # --- one slow writer -------------------------------------------------------------------------
 
 
+def _paused_mid_line(path: Path, pause: float, lock_timeout: float) -> tuple[int, bytes]:
+    """An agent pauses ``pause`` seconds mid-line, counted from the moment compactctl holds
+    the lock and is waiting for the line (however long its start took on a busy machine):
+    compactctl's exit code and stderr; the agent's line is ended after ``pause`` or once
+    compactctl has exited, whichever is later."""
+    path.write_bytes(BASE)
+    writer = PausingWriter(path)
+    proc = _compactctl(path, lock_timeout)
+    try:
+        _wait_for_the_lock(proc, path)
+        locked = time.monotonic()
+        while time.monotonic() - locked < pause and proc.poll() is None:
+            time.sleep(0.01)
+        running = proc.poll() is None
+        if pause > lock_timeout:
+            proc.wait(120)
+        writer.finish()
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if pause < lock_timeout:
+        assert running  # it was still waiting for the line when the pause ended
+    return proc.returncode, err
+
+
 @pytest.mark.usefixtures("default_torn_wait")
 def test_a_writer_pausing_3s_mid_line_is_waited_for(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
-    path.write_bytes(BASE)
-    writer = _pausing_writer(path, 3.0)
-    time.sleep(0.5)
-    started = time.monotonic()
-    r = run_cli("rules", "--no-store", "--lock-timeout", "20", str(path))
-    waited = time.monotonic() - started
-    assert writer.wait(30) == 0
-    assert r.returncode == 0, r.stderr
-    assert waited > 2.0  # it waited for the line (2.5 s of the pause were left)
+    code, err = _paused_mid_line(path, 3.0, lock_timeout=20)
+    assert code == 0, err
     assert [x["type"] for x in _our_lines(path.read_bytes())] == ["compact"]
-    assert b"torn" not in r.stderr
+    assert b"torn" not in err
 
 
 @pytest.mark.usefixtures("default_torn_wait")
 def test_a_writer_pausing_3s_past_the_lock_timeout_gets_exit_75(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
-    path.write_bytes(BASE)
-    writer = _pausing_writer(path, 3.0)
-    r = run_cli("rules", "--no-store", "--lock-timeout", "1", str(path))
-    assert writer.wait(30) == 0
-    assert r.returncode == 75, r.stderr
-    assert b"another process is still writing that line" in r.stderr
-    assert b"nothing was written" in r.stderr
+    code, err = _paused_mid_line(path, 3.0, lock_timeout=1)
+    assert code == 75, err
+    assert b"another process is still writing that line" in err
+    assert b"nothing was written" in err
     assert path.read_bytes() == BASE + HALF + REST  # nothing of ours, the agent's line whole
 
 
@@ -174,13 +230,10 @@ def test_a_30s_pause_under_a_configured_quiet_time(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("default_torn_wait")
 def test_a_writer_pausing_30s_mid_line_for_real(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
-    path.write_bytes(BASE)
-    writer = _pausing_writer(path, 30.0)
-    time.sleep(1.0)
-    r = run_cli("rules", "--no-store", "--lock-timeout", "60", str(path))
-    assert writer.wait(60) == 0
-    assert r.returncode == 0, r.stderr
+    code, err = _paused_mid_line(path, 30.0, lock_timeout=60)
+    assert code == 0, err
     assert [x["type"] for x in _our_lines(path.read_bytes())] == ["compact"]
+    assert b"torn" not in err
 
 
 # --- the default is minutes (cheap checks) ---------------------------------------------------

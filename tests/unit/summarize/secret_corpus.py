@@ -299,9 +299,10 @@ def corpus(seed: int = 14) -> list[Secret]:
 PLACES = ("user", "tool-output", "tool-arguments", "json-output")
 
 
-def transcript(cases: list[Secret]) -> list[dict[str, Any]]:
+def transcript(cases: list[Secret], shift: int = 0) -> list[dict[str, Any]]:
     """A canonical transcript holding every case in old turns, the places rotating over
-    :data:`PLACES`; ten ordinary turns after them (kept by ``keep_recent``)."""
+    :data:`PLACES` (turn ``t`` in place ``(t + shift) % 4``: the four shifts put every case
+    in every place); ten ordinary turns after them (kept by ``keep_recent``)."""
     ts = "2025-03-01T{:02d}:{:02d}:00.000Z"
     records: list[dict[str, Any]] = [
         {"type": "session", "uuid": "s0", "sessionId": "secret-corpus", "model": "gpt-4o",
@@ -315,7 +316,7 @@ def transcript(cases: list[Secret]) -> list[dict[str, Any]]:
         return ts.format(10 + n // 60, n % 60)
 
     for turn, case in enumerate(cases, start=1):
-        place = PLACES[turn % len(PLACES)]
+        place = PLACES[(turn + shift) % len(PLACES)]
         call = f"call{turn}"
         if place == "user":
             ask = f"Here is what I have, fix the deploy:\n{case.text}\nDo not rename the module."

@@ -64,6 +64,21 @@ def test_secrets_inside_json_documents_stay_valid_json() -> None:
     assert json.loads(redact(compact)).keys() == doc.keys()
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.kind for c in CASES])
+def test_each_secret_inside_an_escaped_json_string(case: Secret) -> None:
+    """The case as a tool prints it inside a JSON document, under a key that says nothing
+    (its newlines are ``\\n`` escapes, so a line begins after one): the INI password with
+    spaces and the Age key after ``\\n`` were missed there."""
+    for doc in (
+        json.dumps({"status": "ok", "debug": {"raw": case.text}}, indent=2),
+        json.dumps({"command": case.text}),
+        json.dumps([case.text]),
+    ):
+        out = redact(doc)
+        assert _leaks(out, [case]) == [], out
+        assert json.loads(out)  # still a JSON document
+
+
 def test_secrets_in_prose_lines_and_tool_arguments() -> None:
     prose = "\n".join(
         f"At step {i} I ran: {c.text} -- then it failed." for i, c in enumerate(CASES)

@@ -127,6 +127,14 @@ def _run(*args: str, env: dict[str, str] | None = None, codes: tuple[int, ...] =
     return result.stdout.decode() + result.stderr.decode()
 
 
+def _every_case_was_sent(prompt: str) -> None:
+    """The prompt holds every case's turn, each secret in its place replaced by a marker: the
+    model saw the text around each secret (no case is absent merely because it was clipped)."""
+    for turn, case in enumerate(CASES, start=1):
+        assert f"Step {turn} done: `{case.kind}` handled." in prompt, case.kind
+    assert prompt.count("[REDACTED:") >= len(CASES)
+
+
 def test_the_session_holds_every_secret(secrets_session: Path) -> None:
     raw = secrets_session.read_text()
     decoded = "\n".join(_strings([json.loads(line) for line in raw.splitlines()]))
@@ -172,7 +180,32 @@ def test_model_requests_and_writes_hold_no_secret(
         sent = "\n".join(_strings(json.loads(body)["messages"]))
         assert _leaks(sent) == [] and _leaks(body.decode()) == []
     prompt = "\n".join(_strings(json.loads(bodies[0])["messages"]))
-    assert "[REDACTED:" in prompt and "TRANSCRIPT SPAN" in prompt
+    assert "TRANSCRIPT SPAN" in prompt
+    _every_case_was_sent(prompt)
     appended = secrets_session.read_bytes()[len(before) :].decode()
+    assert _leaks(appended + output) == []
+    assert _leaks("\n".join(_store_texts(db))) == []
+
+
+@pytest.mark.parametrize("shift", [1, 2, 3])
+def test_every_case_in_every_place_reaches_no_request(
+    tmp_path: Path, model_server: tuple[str, list[bytes]], shift: int
+) -> None:
+    """The other three rotations of the places (the tests above use shift 0): every case as
+    the user's text, a tool's output, a tool call's arguments and a tool's JSON document,
+    summarized through litellm; nothing sent, appended or stored holds a secret."""
+    base, bodies = model_server
+    env = {"OPENAI_API_KEY": "local-test", "OPENAI_BASE_URL": base, "OPENAI_API_BASE": base}
+    path = write_jsonl(tmp_path / "secrets.jsonl", transcript(CASES, shift))
+    db = tmp_path / "store.db"
+    before = path.read_bytes()
+    output = _run("compact", "--force", "--model", MODEL, "--db", str(db), str(path), env=env)
+    assert len(bodies) >= 1
+    for body in bodies:
+        assert _leaks(body.decode()) == []
+        assert _leaks("\n".join(_strings(json.loads(body)["messages"]))) == []
+    _every_case_was_sent("\n".join(_strings(json.loads(bodies[0])["messages"])))
+    appended = path.read_bytes()[len(before) :].decode()
+    assert '"type":"summary"' in appended
     assert _leaks(appended + output) == []
     assert _leaks("\n".join(_store_texts(db))) == []
