@@ -22,6 +22,10 @@ and plants facts in it, each returned as a probe in the shape of
 ``one_turn=True`` writes an autonomous run instead (SWE-agent, ``claude -p``): one user
 message, then every round in the same turn.
 
+``fmt="claude-code"`` (``--format claude-code``) writes the same session as a Claude Code
+file (:func:`claude_code_records`), for tools that read only that format (cozempic, in
+:mod:`bench.peers`).
+
 Same arguments, same bytes: everything comes from ``random.Random(seed)``.
 
     .venv/bin/python -m bench.gen_probed out.jsonl --turns 330 --seed 101
@@ -306,9 +310,99 @@ def probed_session(
     return _Planter(seed, turns, one_turn).build()
 
 
-def write_probed(path: Path, seed: int, turns: int = 80, *, one_turn: bool = False) -> Path:
-    """Write :func:`probed_session` to ``path`` and its probes to ``<stem>.probes.json``."""
+_CLAUDE_TOOLS = {
+    "bash": ("Bash", {"command": "command"}),
+    "read_file": ("Read", {"path": "file_path"}),
+    "edit_file": ("Edit", {"path": "file_path", "old_string": "old_string",
+                           "new_string": "new_string"}),
+    "write_file": ("Write", {"path": "file_path", "content": "content"}),
+    "grep": ("Grep", {"pattern": "pattern", "path": "path"}),
+}  # fmt: skip
+"""Canonical tool name -> Claude Code's tool and its argument names (``update_plan`` becomes
+``TodoWrite`` with ``todos``)."""
+
+
+def _claude_call(call: dict[str, Any]) -> dict[str, Any]:
+    name, args = str(call["name"]), dict(call["arguments"])
+    if name == "update_plan":
+        todos = [{"content": s["step"], "status": s["status"], "activeForm": s["step"]}
+                 for s in args["plan"]]  # fmt: skip
+        return {"type": "tool_use", "id": call["id"], "name": "TodoWrite",
+                "input": {"todos": todos}}  # fmt: skip
+    tool, keys = _CLAUDE_TOOLS[name]
+    return {"type": "tool_use", "id": call["id"], "name": tool,
+            "input": {keys.get(k, k): v for k, v in args.items()}}  # fmt: skip
+
+
+def claude_code_records(records: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """The canonical records of :func:`probed_session` as a Claude Code session file (the
+    JSON lines Claude Code writes under ``~/.claude/projects/``; docs/formats.md): one line
+    per content block of an assistant message (``text``, ``tool_use``, with the message's
+    ``usage``), one user line per tool result (``tool_result`` with ``is_error``), injected
+    messages as Claude Code writes them (a system reminder with ``isMeta``, a task
+    notification as plain user text), every line chained by ``parentUuid``. The system
+    prompt is not in a Claude Code file and is left out. Tool names and argument keys
+    become Claude Code's (``Bash``, ``Read`` with ``file_path`` ...): the planted texts are
+    unchanged.
+    """
+    rng = random.Random(seed)
+    session_id = str(records[0].get("sessionId") or "00000000-0000-4000-8000-000000000000")
+    common = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/work/project",
+              "sessionId": session_id, "version": "2.0.55", "gitBranch": "main"}  # fmt: skip
+    model = "claude-sonnet-4-5-20250929"
+    out: list[dict[str, Any]] = []
+    parent: str | None = None
+
+    def line(kind: str, message: dict[str, Any], rec: dict[str, Any], **extra: Any) -> None:
+        nonlocal parent
+        uid = f"{rng.getrandbits(128):032x}"
+        uid = f"{uid[:8]}-{uid[8:12]}-4{uid[13:16]}-8{uid[17:20]}-{uid[20:]}"
+        out.append({"parentUuid": parent, **common, "type": kind, "message": message,
+                    "uuid": uid, "timestamp": rec.get("timestamp"), **extra})  # fmt: skip
+        parent = uid
+
+    for rec in records:
+        if rec.get("type") != "message" or rec["role"] == "system":
+            continue
+        role, content = rec["role"], rec.get("content")
+        if role == "user":
+            if isinstance(content, list):
+                content = [
+                    {"type": "image", "source": {"type": "base64", "media_type": p["mediaType"],
+                                                 "data": p["data"]}}
+                    if p.get("type") == "image" else p
+                    for p in content
+                ]  # fmt: skip
+            extra = {"isMeta": True} if rec.get("isMeta") else {}
+            line("user", {"role": "user", "content": content}, rec, **extra)
+        elif role == "assistant":
+            blocks = [{"type": "text", "text": content}] if content else []
+            blocks += [_claude_call(c) for c in rec.get("toolCalls") or []]
+            msg_id = f"msg_{rng.getrandbits(96):024x}"
+            usage = {"input_tokens": 5, "cache_read_input_tokens": rng.randint(10_000, 150_000),
+                     "output_tokens": rng.randint(50, 2_000)}  # fmt: skip
+            for block in blocks:
+                stop = "tool_use" if rec.get("toolCalls") else "end_turn"
+                line("assistant", {"model": model, "id": msg_id, "type": "message",
+                                   "role": "assistant", "content": [block], "stop_reason": stop,
+                                   "usage": usage}, rec)  # fmt: skip
+        elif role == "tool":
+            result = {"tool_use_id": rec["toolCallId"], "type": "tool_result",
+                      "content": content, "is_error": bool(rec.get("isError"))}  # fmt: skip
+            line("user", {"role": "user", "content": [result]}, rec)
+    return out
+
+
+def write_probed(
+    path: Path, seed: int, turns: int = 80, *, one_turn: bool = False, fmt: str = "canonical"
+) -> Path:
+    """Write :func:`probed_session` to ``path`` (``fmt``: ``canonical``, or ``claude-code``
+    through :func:`claude_code_records`) and its probes to ``<stem>.probes.json``."""
     records, probes = probed_session(seed, turns, one_turn=one_turn)
+    if fmt == "claude-code":
+        records = claude_code_records(records, seed)
+    elif fmt != "canonical":
+        raise ValueError(f"unknown format {fmt!r}: canonical or claude-code")
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     path.with_name(path.name.split(".")[0] + ".probes.json").write_bytes(
         orjson.dumps(probes, option=orjson.OPT_INDENT_2)
@@ -322,8 +416,9 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--turns", type=int, default=80)
     parser.add_argument("--one-turn", action="store_true")
+    parser.add_argument("--format", default="canonical", choices=("canonical", "claude-code"))
     args = parser.parse_args(argv)
-    write_probed(args.out, args.seed, args.turns, one_turn=args.one_turn)
+    write_probed(args.out, args.seed, args.turns, one_turn=args.one_turn, fmt=args.format)
     return 0
 
 

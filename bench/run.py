@@ -31,7 +31,15 @@ Environment: ``BENCH_MB`` (corpus size, default 200), ``BENCH_SEED`` (default 1)
 ``BENCH_DEDUP_N`` (comma-separated sizes, default ``20000,100000``), ``BENCH_MANY``
 (the large file count, default 1000), ``BENCH_SKIP`` (comma-separated section names to skip:
 ``baselines``, ``inspect``, ``eval``, ``layers``, ``chain``, ``startup``, ``redact``, ``dedup``,
-``many``).
+``many``, ``peers``).
+
+``bench/run.py --only eval`` (or ``--only eval,peers``, any of the section names) runs only
+those sections, on the same corpus.
+
+- peers (:mod:`bench.peers`): compactctl ``compact --force`` side by side with cozempic
+  (``treat -rx aggressive --execute``, installed into ``bench/.venv-peers`` on first use) on
+  a ``BENCH_PEERS_MB`` MB (default 32) Claude Code session with planted facts: wall time,
+  tokens left (one tokenizer for both), planted facts kept (issue 15).
 """
 
 from __future__ import annotations
@@ -674,6 +682,29 @@ class Bench:
                 row.target = f">=1.00 of inspect: {'met' if row.ratio >= 1 else 'NOT met'}"
         shutil.rmtree(compacted[0].parent)
 
+    def peers(self, mb: float, seed: int) -> None:
+        """compactctl and cozempic on one Claude Code session (:func:`bench.peers.compare`):
+        a row per tool, its wall time, tokens left and planted facts kept; compactctl's rows
+        marked against cozempic's (issue 15: fewer tokens left, at least as many planted
+        facts kept)."""
+        from bench.peers import compare, peer_session
+
+        results = compare(mb, seed)
+        size = peer_session(mb, seed)[0].stat().st_size / MB
+        peer = results[0]
+        for r in results:
+            row = self.add(Row(r.name, r.seconds, size, note=(
+                f"{r.tokens_after:,d} of {r.tokens_before:,d} tokens left (cl100k_base); "
+                f"planted kept {r.planted_kept}/{r.planted_total}; eval retention "
+                f"{r.retention:.3f}; {size:.0f} MB Claude Code session") + (
+                f"; {r.note}" if r.note else ""), extra=r.to_json()))  # fmt: skip
+            if r is not peer and r.returncode == 0 and peer.returncode == 0:
+                ok = r.tokens_after < peer.tokens_after and r.planted_kept >= peer.planted_kept
+                row.baseline = peer.name
+                row.ratio = peer.seconds / r.seconds if r.seconds else None
+                row.target = (f"fewer tokens, >= planted kept than cozempic: "
+                              f"{'met' if ok else 'NOT met'}")  # fmt: skip
+
     def timed(self, name: str, args: Sequence[str], files: Sequence[Path], repeat: int) -> Row:
         """A read-only command over the folder of ``files``: the best of ``repeat`` runs, and
         the largest peak RSS (rows added without a baseline ratio)."""
@@ -1237,12 +1268,38 @@ def serve_rows(bench: Bench) -> None:
         )
 
 
-def main() -> int:
+SECTIONS = ("baselines", "inspect", "eval", "layers", "chain", "startup", "redact", "dedup",
+            "many", "peers", "serve", "dask")  # fmt: skip
+"""The sections of a run, in order (``BENCH_SKIP``, ``--only``)."""
+
+
+def sections_to_skip(argv: Sequence[str], env_skip: str) -> set[str]:
+    """The sections not to run: ``BENCH_SKIP``'s, and with ``--only A,B`` every other one.
+
+    Raises:
+        SystemExit: an unknown section name or argument (exit 2, with the known names).
+
+    >>> sorted(sections_to_skip(["--only", "eval"], ""))[:3]
+    ['baselines', 'chain', 'dedup']
+    """
+    skip = {s.strip() for s in env_skip.split(",") if s.strip()}
+    if argv:
+        if len(argv) != 2 or argv[0] != "--only":
+            raise SystemExit(f"usage: bench/run.py [--only {','.join(SECTIONS)}]")
+        only = {s.strip() for s in argv[1].split(",") if s.strip()}
+        unknown = only - set(SECTIONS)
+        if unknown or not only:
+            raise SystemExit(f"--only: unknown section(s) {sorted(unknown)}; known: {SECTIONS}")
+        skip |= set(SECTIONS) - only
+    return skip
+
+
+def main(argv: Sequence[str] = ()) -> int:
     from bench.gen_corpus import write_corpus
 
     mb = float(os.environ.get("BENCH_MB", "200"))
     seed = int(os.environ.get("BENCH_SEED", "1"))
-    skip = {s.strip() for s in os.environ.get("BENCH_SKIP", "").split(",") if s.strip()}
+    skip = sections_to_skip(argv, os.environ.get("BENCH_SKIP", ""))
     dedup_sizes = [int(x) for x in os.environ.get("BENCH_DEDUP_N", "20000,100000").split(",") if x]
     many = int(os.environ.get("BENCH_MANY", "1000"))
     started = time.time()
@@ -1285,6 +1342,8 @@ def main() -> int:
         if "dedup" not in skip:
             dedup_scale(bench, dedup_sizes, seed)
         many_doc = many_files(bench, many, seed) if "many" not in skip else {}
+        if "peers" not in skip:
+            bench.peers(float(os.environ.get("BENCH_PEERS_MB", "32")), seed)
         if "serve" not in skip:
             serve_rows(bench)
         if "dask" not in skip:
@@ -1336,4 +1395,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--child-pipeline"]:
         child_pipeline(sys.argv[2], sys.argv[3:])
         raise SystemExit(0)
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -6,6 +6,8 @@ and each is looked for in the effective context (what the agent would send now).
 
 The package, in the order of a run:
 
+- :mod:`~compactctl.evaluate.lines`: the transcript read (canonical JSON lines in one tight
+  loop, other formats through the general reader);
 - :mod:`~compactctl.evaluate.probes`: the probes of a log (file paths, commands, errors,
   identifiers, user constraints, decisions, pending tasks, first and latest request), each
   with its source line and turn;

@@ -9,16 +9,17 @@ judge and compare runs and the gates. :func:`eval_path` opens one transcript (a 
 tables or the ``--json`` document. Nothing is ever written to a transcript.
 
 Cost, one session at a time: the file read once into events (the session's memory, as every
-layer), one replay, one pass of extraction over the messages, one substring search per probe
-(in its source message when the effective context still holds it; else in the context's
-text and its normalised copy, each built once, on first need), and the tokens of each
-distinct message text counted once (the counts of the messages replay keeps are reused for
-the effective context, as ``inspect`` does). Measured against ``inspect`` by ``make bench``
-(the ``eval`` rows).
+layer; :func:`~compactctl.evaluate.lines.open_session`), one replay, one pass of extraction
+over the messages, one substring search per probe (in its source message when the effective
+context still holds it; else in the context's text and its normalised copy, each built once,
+on first need), and the tokens of each distinct message text counted once (the counts of the
+messages replay keeps are reused for the effective context, as ``inspect`` does). Measured
+against ``inspect`` by ``make bench`` (the ``eval`` rows; ``bench/run.py --only eval``).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from typing import Any
 
 from compactctl.errors import InputError
 from compactctl.evaluate.check import Context
+from compactctl.evaluate.lines import open_session
 from compactctl.evaluate.probes import extract_probes
 from compactctl.evaluate.report import (
     EvalTotals,
@@ -95,13 +97,33 @@ def prompt_sizes(
     """
     from compactctl.tokens import prompt_total
 
-    counts = counter.count_many([message_payload(m.data) for m in originals])
+    counts = _payload_counts(originals, counter)
+    before = prompt_total(sum(counts), len(counts))
+    if len(view) == len(originals) and all(map(operator.is_, view, originals)):
+        return before, before  # nothing replaced or reduced: the same messages
     known = {id(m): n for m, n in zip(originals, counts, strict=True)}
     fresh = [m for m in view if id(m) not in known]
     fresh_counts = counter.count_many([message_payload(m.data) for m in fresh])
     known.update((id(m), n) for m, n in zip(fresh, fresh_counts, strict=True))
     after = sum(known[id(m)] for m in view)
-    return prompt_total(sum(counts), len(counts)), prompt_total(after, len(view))
+    return before, prompt_total(after, len(view))
+
+
+def _payload_counts(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
+    """The tokens of each message's :func:`~compactctl.tokens.message_payload`, in order;
+    with the chars estimate, a plain ASCII text is counted inline (``(chars + 3) // 4``,
+    :func:`~compactctl.tokens.estimate_tokens`), as ``inspect``'s inner loop does."""
+    if not counter.is_estimate:
+        return counter.count_many([message_payload(m.data) for m in messages])
+    count = counter.count
+    out = []
+    for m in messages:
+        data = m.data
+        text = data.get("content")
+        if text.__class__ is not str or data.get("toolCalls") is not None:
+            text = message_payload(data)
+        out.append((len(text) + 3) // 4 if text.isascii() else count(text))
+    return out
 
 
 def evaluate_session(
@@ -177,12 +199,12 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
         InputError: the file (or its original) cannot be read, or its format is unknown.
         UsageError, SummarizerError: as :func:`evaluate_session`.
     """
-    session = Session.open(
+    session = open_session(
         path, options.fmt, encoding=options.encoding, context_window=options.context_window
     )
     original = None
     if options.against is not None:
-        original = Session.open(
+        original = open_session(
             original_for(path, options.against),
             None,
             encoding=options.encoding,

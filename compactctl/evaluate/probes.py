@@ -8,9 +8,9 @@ materialized file, ``summaryOf``, is never read as conversation) and returns one
 ========================  =================================================================
 kind                      from
 ========================  =================================================================
-``first_request``         the first real user message (its opening, up to
+``first_request``         the first message the user typed (its opening, up to
                           :data:`REQUEST_CHARS` chars)
-``latest_request``        the last real user message, when it is not the first
+``latest_request``        the last message the user typed, when it is not the first
 ``file_path``             path arguments of tool calls, files named by shell commands and
                           ``apply_patch`` headers
 ``command``               shell commands run (their first line)
@@ -29,6 +29,11 @@ kind                      from
                           something off ("not now", "before the release", 不是现在) or
                           leave it open; an item later done is not pending
 ========================  =================================================================
+
+"The user typed" is the summarizer's rule (issue 15, point 10):
+:func:`~compactctl.summarize.extractive.intent.spoken_by_user`, so a user-role message that
+Claude Code or Codex injected (a ``<task-notification>``, a ``<system-reminder>``, hook and
+local-command output, ``isMeta``) is never a request, a constraint or a deferred task.
 
 The parsing is the extractive summarizer's (:mod:`compactctl.summarize.extractive`): its
 tool classification, shell-command and path parsing, failure detection, error lines,
@@ -64,6 +69,7 @@ from compactctl.summarize.extractive.intent import (
     constraint_text,
     decision_rank,
     long_enough,
+    spoken_by_user,
     states_constraint,
 )
 from compactctl.summarize.extractive.prose import norm, split_sentences
@@ -78,6 +84,7 @@ from compactctl.summarize.extractive.tools import (
     shell_command,
     tool_kind,
 )
+from compactctl.text import folds_to_ascii
 
 __all__ = [
     "KINDS",
@@ -174,9 +181,53 @@ _TRAILING_RE = re.compile(r"[\s.。!！]+$")
 _DECISION_WORDS = ("decision", "decide", "agreed", "决定", "决策")
 """Literals one of which a sentence of decision rank 3 holds (lower-cased): a cheap test
 that skips the per-sentence rules for most assistant messages."""
+_PENDING_WORDS = (
+    "undone", "need", "todo", "to-do", "later", "follow", "not ", "open", "remaining",
+    "pending", "haven't", "have not", "待办", "还需要", "尚未", "未完成", "还没做", "稍后",
+    "以后再", "之后再做", "遗留", "记下",
+)  # fmt: skip
+"""Literals one of which every match of the case-insensitive ``PENDING_RE``
+(:mod:`compactctl.summarize.extractive.intent`) holds once lower-cased (``not done`` and
+``not yet`` hold ``not ``, ``still open`` and ``open item`` hold ``open``): a text holding
+none is not searched (the regex, tried at every position, costs more than the rest of an
+assistant message's extraction). A text with a character whose case folding reaches ASCII
+(:func:`compactctl.text.folds_to_ascii`) is always searched."""
+_ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
+"""The literals without one of which
+:func:`~compactctl.summarize.extractive.failures.found_errors` finds nothing (its own
+``_FOUND_ERROR_MARKERS``), tested here before the call."""
 _QUIET_KINDS = frozenset({"read", "edit", "write", "patch", "plan"})
 """Tool kinds whose output is file content or a confirmation: an ``ERROR`` in it is text,
 not a failure (the extractive summarizer skips them the same way)."""
+
+
+def _may_be_pending(text: str, lowered: str) -> bool:
+    """``PENDING_RE.search(text)``, tried only when ``lowered`` holds one of
+    :data:`_PENDING_WORDS` (or ``text`` a character that folds to ASCII)."""
+    if not any(w in lowered for w in _PENDING_WORDS) and not folds_to_ascii(text):
+        return False
+    return PENDING_RE.search(text) is not None
+
+
+def _log_level_lines(text: str) -> str:
+    """The lines of ``text`` that hold ``ERROR``, ``FATAL`` or ``CRITICAL``, in order, joined
+    by ``\\n``: for a text without a traceback, the only lines
+    :func:`~compactctl.summarize.extractive.failures.found_errors` takes anything from, so it
+    gives the same on them as on the whole text (found with ``str.find``: its own scan of a
+    long log tests every line).
+
+    >>> _log_level_lines("ok\\n12:00 ERROR db: gone\\nok\\nFATAL: disk\\n")
+    '12:00 ERROR db: gone\\nFATAL: disk'
+    """
+    spans: set[tuple[int, int]] = set()
+    for marker in ("ERROR", "FATAL", "CRITICAL"):
+        at = text.find(marker)
+        while at >= 0:
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            spans.add((text.rfind("\n", 0, at) + 1, end))
+            at = text.find(marker, end)
+    return "\n".join(text[start:end] for start, end in sorted(spans))
 
 
 def _trimmed(text: str) -> str:
@@ -292,6 +343,7 @@ class _Collector:
         self.probes: dict[tuple[str, str], Probe] = {}
         self.seen: set[tuple[str, str]] = set()
         self.call_kinds: dict[str, str] = {}
+        self.commands: set[str] = set()
         self.tasks = _Tasks()
         self.first: Message | None = None
         self.latest: Message | None = None
@@ -308,9 +360,10 @@ class _Collector:
 
     def message(self, m: Message) -> None:
         self.where = (m.line, m.turn, m.uuid)
-        role = m.role
-        if role == "user" and is_real_user(m.data):
-            self.user(m)
+        role = m.data.get("role")
+        if role == "user":
+            if is_real_user(m.data) and spoken_by_user(m.data, m.text):
+                self.user(m)
         elif role == "assistant":
             self.assistant(m)
         elif role == "tool":
@@ -355,8 +408,11 @@ class _Collector:
     # -- assistant messages
 
     def assistant(self, m: Message) -> None:
-        for call in m.tool_calls:
-            self.call(call)
+        calls = m.data.get("toolCalls")
+        if calls.__class__ is list:  # Message.tool_calls, without its copy
+            for call in calls:
+                if call.__class__ is dict:
+                    self.call(call)
         text = m.text
         if not text.strip():
             return
@@ -367,7 +423,7 @@ class _Collector:
                 marks = [(b.group("text"), b.group("mark") != " ") for b in boxes]
                 self.tasks.items(marks, self.where, plan=False)
         lowered = text.lower()
-        if not any(w in lowered for w in _DECISION_WORDS) and not PENDING_RE.search(text):
+        if not any(w in lowered for w in _DECISION_WORDS) and not _may_be_pending(text, lowered):
             return
         for sentence in split_sentences(text):
             if decision_rank(sentence) == 3:
@@ -382,14 +438,18 @@ class _Collector:
 
     def call(self, call: Mapping[str, Any]) -> None:
         name = str(call.get("name") or "")
-        args = call_arguments(call)
+        args = call.get("arguments", call.get("input"))
+        if args.__class__ is not dict:  # a JSON string, or missing: parsed (never changed)
+            args = call_arguments(call)
         kind = tool_kind(name)
         command = shell_command(args) if kind in ("shell", "other") else ""
         if command:
             kind = "shell"
-            self.add("command", command.strip().split("\n", 1)[0])
-            for path, _ in command_files(command):
-                self.add("file_path", path)
+            if command not in self.commands:  # a repeated command names the same files
+                self.commands.add(command)
+                self.add("command", command.strip().split("\n", 1)[0])
+                for path, _ in command_files(command):
+                    self.add("file_path", path)
         elif kind == "plan":
             items = plan_items(args)
             if items is not None:
@@ -401,13 +461,12 @@ class _Collector:
 
     def paths(self, kind: str, args: Mapping[str, Any]) -> None:
         """File paths in a (non-shell) tool call's arguments and ``apply_patch`` bodies."""
-        found = [args[k] for k in PATH_KEYS if isinstance(args.get(k), str)]
-        for key in PATH_LIST_KEYS:
-            value = args.get(key)
-            if isinstance(value, list):
+        found = [v for v in map(args.get, PATH_KEYS) if v.__class__ is str]
+        for value in map(args.get, PATH_LIST_KEYS):
+            if value.__class__ is list:
                 found += [v for v in value if isinstance(v, str)]
         for value in args.values():
-            if isinstance(value, str) and "*** Begin Patch" in value:
+            if value.__class__ is str and "*** Begin Patch" in value:
                 found += [path for path, _ in patch_files(value)]
         for path in found:
             path = path.strip()
@@ -417,8 +476,10 @@ class _Collector:
     # -- tool results
 
     def tool(self, m: Message) -> None:
-        text = m.text
         kind = self.call_kinds.get(m.tool_call_id or "") or tool_kind(m.tool_name or "")
+        if kind in _QUIET_KINDS and not m.is_error:
+            return  # file content or a confirmation, not a failure (_failed)
+        text = m.text
         if _failed(m, text, kind):
             lines, tests = error_lines(text)
             for line in lines:
@@ -427,8 +488,9 @@ class _Collector:
                 self.add("identifier", test.split("::")[-1].split("[")[0])
             for header in _PYTEST_HEADER_RE.findall(text):
                 self.add("identifier", header.split("[")[0])
-        elif kind not in _QUIET_KINDS:
-            for line in found_errors(text):
+        elif kind not in _QUIET_KINDS and any(k in text for k in _ERROR_MARKERS):
+            traceback = "Traceback (most recent call last)" in text
+            for line in found_errors(text if traceback else _log_level_lines(text)):
                 self.add("error", line)
 
     # -- the end of the log

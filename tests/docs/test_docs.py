@@ -26,6 +26,7 @@ CODE = sorted(
     for folder in ("compactctl", "tests", "bench", "scripts")
     for path in (ROOT / folder).rglob("*.py")
     if path != Path(__file__).resolve()
+    and not any(part.startswith(".") for part in path.relative_to(ROOT).parts)  # .venv-peers
 )
 """The modules whose docstrings and comments are checked (this one quotes the bad patterns)."""
 

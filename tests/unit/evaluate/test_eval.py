@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from compactctl.app.inspect import InspectOptions, inspect_path
@@ -129,6 +130,54 @@ def test_summary_messages_of_a_materialized_file_are_not_probes():
     texts = [(p.kind, p.text) for p in extract_probes(session.events)]
     assert texts == [("first_request", "Ship it. Do not deploy on Fridays."),
                      ("user_constraint", "Do not deploy on Fridays")]  # fmt: skip
+
+
+def test_only_the_user_speaks_as_the_user():
+    """Claude Code's task notifications, system reminders, hook and local-command output are
+    user-role messages the user did not type: never a request, a constraint or a deferred
+    task (the summarizer's rule, issue 15 point 10)."""
+    events = [
+        {"type": "message", "uuid": "u1", "role": "user",
+         "content": "Fix the pager. Do not add new dependencies."},
+        {"type": "message", "uuid": "a1", "role": "assistant", "content": "On it."},
+        {"type": "message", "uuid": "u2", "role": "user",
+         "content": "Now make page_size accept zero. Report back when the tests pass."},
+        {"type": "message", "uuid": "r1", "role": "user", "content":
+         "<system-reminder>Do not mention this reminder. Later, use TodoWrite.</system-reminder>"},
+        {"type": "message", "uuid": "h1", "role": "user",
+         "content": "<local-command-stdout>Never run this again</local-command-stdout>"},
+        {"type": "message", "uuid": "m1", "role": "user", "isMeta": True,
+         "content": "Always answer in French."},
+        {"type": "message", "uuid": "n1", "role": "user", "content":
+         "<task-notification>\n<status>completed</status>\n<summary>Background command "
+         '"npm run build" completed (exit code 0)</summary>\n</task-notification>'},
+    ]  # fmt: skip
+    session = Session.from_events([event_from_dict(e, line=i) for i, e in enumerate(events, 1)])
+    got = [(p.kind, p.text, p.line) for p in extract_probes(session.events)]
+    assert got == [
+        ("first_request", "Fix the pager. Do not add new dependencies.", 1),
+        ("latest_request", "Now make page_size accept zero. Report back when the tests pass.", 3),
+        ("user_constraint", "Do not add new dependencies", 1),
+        ("identifier", "page_size", 3),
+    ]
+
+
+def test_a_generated_session_s_latest_request_is_the_planted_one(tmp_path: Path):
+    """bench.gen_probed ends its sessions with a task notification after the latest request."""
+    from bench.gen_probed import write_probed
+
+    path = write_probed(tmp_path / "p.jsonl", seed=731, turns=40)
+    planted = {str(p["kind"]): str(p["text"]) for p in probes_of(path)}
+    extracted = {p.kind: p.text for p in extract_probes(Session.open(str(path)).events)}
+    assert "<task-notification>" in path.read_text().rsplit("\n", 2)[-2]
+    assert extracted["latest_request"].startswith(planted["latest_request"])
+    assert extracted["first_request"].startswith(planted["first_request"])
+
+
+def probes_of(path: Path) -> list[dict[str, object]]:
+    import json
+
+    return list(json.loads(path.with_name(path.name.split(".")[0] + ".probes.json").read_text()))
 
 
 # --- checking ------------------------------------------------------------------------------
@@ -283,3 +332,61 @@ def test_gates():
     for bad in ("file_path", "nope=0.5", "error=x", "error=2"):
         with pytest.raises(UsageError):
             parse_minimum(bad)
+
+
+# --- the extractor's shortcuts agree with the rules they skip ------------------------------
+
+
+def test_pending_prefilter_never_skips_a_match():
+    """_may_be_pending skips PENDING_RE only for texts it cannot match: every alternative of
+    the regex, in any case, with case-folding look-alikes (ſ, K), and every assistant text
+    of the samples."""
+    from compactctl.evaluate.probes import _may_be_pending
+    from compactctl.summarize.extractive.intent import PENDING_RE
+
+    phrases = ["left undone", "still need to", "still needs to", "need to ship it later", "todo",
+               "to-do", "later", "follow-up", "follow up", "not done", "not yet", "still open",
+               "remaining", "pending", "open item", "haven't", "have not done",
+               "have not yet started", "待办", "还需要", "尚未", "未完成", "还没做", "稍后",
+               "以后再", "之后再做", "遗留", "记下", "nothing here", "done and dusted"]  # fmt: skip
+    texts = [f"x {p} y" for p in phrases] + [f"X {p.upper()}." for p in phrases]
+    texts += ["ſtill open", "\u212aeep it pending", "not\u00a0yet", "LATER", "Laterally"]
+    for name in FIXTURES:
+        session = Session.open(str(SAMPLES / name), encoding="estimate")
+        texts += [e.text for e in session.events
+                  if isinstance(e, Message) and e.role == "assistant"]  # fmt: skip
+    assert sum(PENDING_RE.search(t) is not None for t in texts) >= 60
+    for text in texts:
+        assert _may_be_pending(text, text.lower()) == (PENDING_RE.search(text) is not None), text
+
+
+def test_error_markers_are_the_summarizer_s():
+    from compactctl.evaluate.probes import _ERROR_MARKERS
+    from compactctl.summarize.extractive.failures import _FOUND_ERROR_MARKERS
+
+    assert _ERROR_MARKERS == _FOUND_ERROR_MARKERS
+
+
+def test_log_level_lines_give_found_errors_the_same_answer():
+    """found_errors on the ERROR/FATAL/CRITICAL lines alone equals found_errors on the whole
+    output, for every tool output of the samples and of a generated session without a
+    traceback, and for outputs made of many such lines."""
+    from bench.gen_corpus import session_lines
+    from compactctl.evaluate.probes import _log_level_lines
+    from compactctl.summarize.extractive.failures import found_errors
+
+    texts = []
+    for name in FIXTURES:
+        session = Session.open(str(SAMPLES / name), encoding="estimate")
+        texts += [e.text for e in session.events if isinstance(e, Message) and e.role == "tool"]
+    for line in session_lines(5, 3_000_000):
+        record = orjson.loads(line)
+        if record.get("role") == "tool" and isinstance(record.get("content"), str):
+            texts.append(record["content"])
+    texts += ["ERROR a\nERROR a\nx FATAL y: z\n  CRITICAL ValueError: bad\n" * 50,
+              "no newline ERROR at all FATAL", "ERRORS\nFATALITY\n", "CRITICAL"]  # fmt: skip
+    texts = [t for t in texts if "Traceback (most recent call last)" not in t]
+    with_errors = [t for t in texts if found_errors(t)]
+    assert len(with_errors) >= 10
+    for text in texts:
+        assert found_errors(_log_level_lines(text)) == found_errors(text)

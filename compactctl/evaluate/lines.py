@@ -1,0 +1,165 @@
+"""``eval``'s reader: canonical JSON lines to events in one tight loop, as ``inspect``'s fast path.
+
+:func:`open_session` is :meth:`compactctl.session.Session.open` for what ``eval`` needs: the
+events of a transcript, read once, never written back. For canonical JSON lines (the format
+every compactctl output and most logs it checks are in), each line is parsed with orjson and
+wrapped in its event directly (no generator stack per line, no file identity hashed, no
+second copy of each message line kept as its raw bytes), with the turns assigned as
+:func:`compactctl.io.jsonl.assign_turns` assigns them and the first
+:data:`~compactctl.app.inspect_fast.DETECT_RECORDS` records checked by format detection on
+the way, as :func:`compactctl.app.inspect_fast.inspect_lines` checks them. Anything else
+(another format, a whole JSON document, stdin holding either) goes through the general
+reader (:func:`compactctl.formats.reader.read_transcript`), so the events are the same
+either way: ``tests/unit/evaluate/test_lines.py`` compares them on every fixture.
+
+The one difference: a message event holds no raw bytes (``raw`` is ``None``), since eval
+never writes an event; its ``data`` is what orjson parsed, as in the general reader.
+
+Measured in ``make bench`` (the ``eval`` rows, against ``inspect`` in the same run).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from compactctl.app.inspect_fast import DETECT_RECORDS
+from compactctl.io.jsonl import BOM, TORN_DETAIL, parse_line, read_blocks, split_lines_nl
+from compactctl.model import BadLine, Event, Message, event_from_dict, is_real_user
+from compactctl.session import Session
+
+__all__ = ["open_session"]
+
+
+def open_session(
+    path: str,
+    fmt: str | None = None,
+    *,
+    encoding: str | None = None,
+    context_window: int | None = None,
+) -> Session:
+    """A transcript read for ``eval``: its format and events, as :meth:`Session.open
+    <compactctl.session.Session.open>` gives them (see the module docstring).
+
+    Args:
+        path: the file, or ``-`` (stdin); gzip by magic bytes.
+        fmt: its format (``None``: detected from the first records).
+        encoding: the ``--encoding`` override (``"estimate"``: chars-based counts).
+        context_window: the ``--context-window`` override, in tokens.
+
+    Raises:
+        InputError: the file cannot be read, or its format is unknown.
+        UsageError: ``fmt`` is unknown, or a whole-document format given for JSON lines.
+    """
+    from compactctl.formats.reader import _read_input, _to_canonical, check_format
+    from compactctl.io.files import READ_ERRORS, open_input, read_error
+
+    check_format(fmt)
+    if fmt not in (None, "canonical"):
+        return Session.open(path, fmt, encoding=encoding, context_window=context_window)
+    with open_input(path) as stream:
+        try:
+            doc, got = _read_input(stream, fmt, lambda blocks: _events(blocks, fmt is None))
+        except READ_ERRORS as exc:
+            raise read_error(exc, path) from None
+    if isinstance(got, _Canonical):
+        name, events = "canonical", got.events
+    else:
+        name, events = _to_canonical(path, fmt, doc, got)
+    return Session.from_events(
+        events, path, fmt=name, encoding=encoding, context_window=context_window
+    )
+
+
+class _Canonical:
+    """The events of lines detection called canonical (or that were given as canonical)."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+
+
+def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
+    """The events of a JSON lines stream: :class:`_Canonical` when the first records are
+    canonical (or ``detect`` is off), else every event exactly as
+    :func:`~compactctl.io.jsonl.read_blocks` gives them (the general reader imports them).
+
+    Two loops: the first :data:`DETECT_RECORDS` records (kept, to hand back when detection
+    says another format), then the rest, where a message line is parsed, its turn assigned
+    and wrapped inline (this is the inner loop of ``eval``'s reading)."""
+    torn: list[bytes] = []
+    lines = split_lines_nl(blocks, torn)
+    events: list[Event] = []
+    kept: list[bytes] = []  # the lines read while detection decides
+    head: list[dict[str, Any]] = []
+    number = turn = 0
+    if detect:
+        for raw in lines:
+            kept.append(raw)
+            number += 1
+            event, turn = _event(raw, number, turn)
+            events.append(event)
+            if not isinstance(event, BadLine):
+                head.append(event.data)
+                if len(head) == DETECT_RECORDS:
+                    break
+        if not head or not _is_canonical(head):
+            return list(read_blocks(itertools.chain(kept, lines, torn)))
+        del kept, head
+    append = events.append
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    for raw in lines:
+        number += 1
+        try:
+            data = loads(raw)
+        except decode_error:
+            data = None
+        if data.__class__ is dict and data.get("type") == "message" and number > 1:
+            turn = _turn(data, turn)
+            append(Message(data, None, number, turn))
+        else:
+            event, turn = _event(raw, number, turn)
+            append(event)
+    if torn:
+        events.append(BadLine(torn[0], number + 1, "torn", TORN_DETAIL))
+    return _Canonical(events)
+
+
+def _turn(data: dict[str, Any], turn: int) -> int:
+    """A message's turn (``turn``: the one before it), as
+    :func:`~compactctl.io.jsonl.assign_turns` gives it: its recorded ``turnId``, else one
+    more than before when a real user message (:func:`~compactctl.model.is_real_user`)
+    starts a turn."""
+    recorded = data.get("turnId")
+    if recorded.__class__ is int:
+        return int(recorded)
+    return turn + 1 if is_real_user(data) else turn
+
+
+def _event(raw: bytes, number: int, turn: int) -> tuple[Event, int]:
+    """The event of one line (with its ``\\n``) and the turn after it, as
+    :func:`~compactctl.io.jsonl.read_blocks` gives them (``turn``: the turn so far)."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    if data.__class__ is not dict or (number == 1 and raw.startswith(BOM)):
+        event = parse_line(raw[:-1], number)  # a bad line, a BOM, or not an object
+    elif data.get("type") == "message":
+        event = Message(data, None, number)
+    else:
+        event = event_from_dict(data, raw[:-1], number)
+    if isinstance(event, Message):
+        turn = event.turn = _turn(event.data, turn)
+    return event, turn
+
+
+def _is_canonical(records: list[dict[str, Any]]) -> bool:
+    from compactctl.formats import detect
+
+    return detect(records) == "canonical"
