@@ -105,6 +105,10 @@ def _read_input(
     first = first_line_block(read)
     if on_first_block is not None:
         on_first_block(first)
+    if _is_text_transcript(first, fmt):  # Aider's markdown history: read it all
+        data = first + stream.read()
+        del first
+        return TextDocument(data.removeprefix(BOM).decode("utf-8", "replace")), None
     if _may_be_document(first, fmt):  # a whole JSON document: read it all
         data = first + stream.read()
         del first
@@ -128,6 +132,12 @@ def _to_canonical(
     """
     from compactctl.formats import FORMATS, examine, examine_document, known_formats
 
+    if isinstance(doc, TextDocument):
+        text_name = fmt or "aider"
+        text_importer = FORMATS[text_name].text_to_canonical
+        if text_importer is None:
+            raise UsageError(f"--format {text_name} does not read a markdown text transcript")
+        return text_name, _imported(text_importer(doc.text), [])
     if events is None:
         found = None if fmt else examine_document(doc)
         name = fmt or (found.name if found else None)
@@ -247,6 +257,30 @@ def first_line_block(read: Callable[[int], bytes]) -> bytes:
             break
         scanned = len(buf)
     return bytes(buf)
+
+
+class TextDocument:
+    """A transcript that is text, not JSON (Aider's ``.aider.chat.history.md``), read whole.
+
+    Attributes:
+        text: the file decoded as UTF-8 (invalid bytes replaced, a BOM dropped).
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _is_text_transcript(first: bytes, fmt: str | None) -> bool:
+    """Whether a stream opening with ``first`` is Aider's markdown history: ``--format
+    aider``, or (detecting) its first non-blank line is Aider's run header
+    (:func:`compactctl.formats.aider.looks_like`)."""
+    if fmt is not None:
+        return fmt == "aider"
+    from compactctl.formats.aider import HEADER
+
+    return first.removeprefix(BOM).lstrip().startswith(HEADER.encode())
 
 
 def _may_be_document(first: bytes, fmt: str | None) -> bool:
