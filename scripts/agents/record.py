@@ -1,6 +1,6 @@
 """Record real agent sessions against the scripted model servers (issue 17).
 
-Usage: ``python scripts/agents/record.py [--out fixtures/real] [--only claude|codex]``
+Usage: ``python scripts/agents/record.py [--out fixtures/real] [--only claude|codex|gemini]``
 (``make agents`` installs the agents first). The agents come from the npm cache folder
 ``$COMPACTCTL_AGENTS_CACHE`` (default ``~/.cache/compactctl-agents``), installed at the versions
 of :data:`VERSIONS`.
@@ -32,11 +32,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import AnthropicServer, Call, ResponsesServer, Script, Text  # noqa: E402
+from servers import AnthropicServer, Call, GeminiServer, ResponsesServer, Script, Text  # noqa: E402
 
-VERSIONS = {"claude": "2.1.328", "codex": "0.169.0"}
-"""The pinned agent versions (npm ``@anthropic-ai/claude-code``, ``@openai/codex``)."""
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+VERSIONS = {"claude": "2.1.328", "codex": "0.169.0", "gemini": "0.61.0"}
+"""The pinned agent versions (npm ``@anthropic-ai/claude-code``, ``@openai/codex``,
+``@google/gemini-cli``)."""
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "gemini": "@google/gemini-cli",
+}
+FOLDERS = {"claude": "claude-code", "codex": "codex", "gemini": "gemini-cli"}
+"""The agent's folder name in ``fixtures/real/`` (``<folder>-<version>``)."""
 WORKDIR = "/tmp/compactctl-agent-work"
 """Where the agents work (a fixed path, so recordings name the same folder every time)."""
 
@@ -51,7 +58,7 @@ def cache_dir() -> Path:
 
 
 def binary(agent: str) -> Path:
-    """The installed agent's executable (``claude`` or ``codex``)."""
+    """The installed agent's executable (``claude``, ``codex`` or ``gemini``)."""
     return cache_dir() / "node_modules" / ".bin" / agent
 
 
@@ -141,12 +148,47 @@ CODEX_SCRIPT: Script = {
 }
 
 
+GEMINI_PROMPTS = [
+    ("g1", "[[g1]] Look at this project and run its test."),
+    ("g2", "[[g2]] Fix the bug in calc.py and run the test again."),
+]
+GEMINI_SCRIPT: Script = {"g1": CLAUDE_SCRIPT["t1"], "g2": CLAUDE_SCRIPT["t2"]}
+"""The first two steps of Claude Code's script: a listing, two parallel reads, a failing test,
+the fix and the passing test."""
+GEMINI_SETTINGS = {
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    "telemetry": {"enabled": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+}
+"""Gemini CLI's settings in the scratch home: API-key auth (the key and the base URL come from
+the environment), no update check, no telemetry, no folder-trust prompt."""
+
+
 def _project(work: Path) -> None:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     (work / "calc.py").write_text(CALC)
     (work / "test_calc.py").write_text(TEST)
+
+
+def _run(
+    cmd: list[str], work: Path, env: dict[str, str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run one agent command in ``work`` (no stdin): ``(the process, seconds taken)``."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        cmd,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )
+    return proc, round(time.monotonic() - started, 1)
 
 
 def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -191,17 +233,7 @@ def drive_claude(
             ]
             if session:
                 cmd += ["--resume", session]
-            started = time.monotonic()
-            proc = subprocess.run(
-                cmd,
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                check=False,
-            )
+            proc, seconds = _run(cmd, work, env, timeout)
             try:
                 result = json.loads(proc.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
@@ -212,7 +244,7 @@ def drive_claude(
                     "tag": tag,
                     "prompt": prompt,
                     "exit": proc.returncode,
-                    "seconds": round(time.monotonic() - started, 1),
+                    "seconds": seconds,
                     "result": result.get("result"),
                     "stderr": proc.stderr[-2000:],
                 }
@@ -261,17 +293,7 @@ def drive_codex(
             if i == len(todo) - 1 and not prompts:
                 cmd += ["-c", "model_auto_compact_token_limit=1000"]
             cmd.append(prompt)
-            started = time.monotonic()
-            proc = subprocess.run(
-                cmd,
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                check=False,
-            )
+            proc, seconds = _run(cmd, work, env, timeout)
             for line in proc.stdout.splitlines():
                 try:
                     event = json.loads(line)
@@ -284,7 +306,7 @@ def drive_codex(
                     "tag": tag,
                     "prompt": prompt,
                     "exit": proc.returncode,
-                    "seconds": round(time.monotonic() - started, 1),
+                    "seconds": seconds,
                     "stdout": proc.stdout,
                     "stderr": proc.stderr[-2000:],
                 }
@@ -292,6 +314,40 @@ def drive_codex(
         log = list(server.log)
     files = sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
     return {"session": thread, "runs": runs, "log": log, "files": files}
+
+
+def drive_gemini(
+    home: Path, timeout: float = 120, prompts: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """Run Gemini CLI through :data:`GEMINI_PROMPTS` (``gemini -p PROMPT -y``, the second
+    prompt resuming the session with ``--resume latest``); returns the run's facts (server
+    log, outputs, the chat recordings under ``~/.gemini/tmp/*/chats/``)."""
+    work = Path(WORKDIR) / "gemini"
+    _project(work)
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(GEMINI_SETTINGS))
+    runs: list[dict[str, Any]] = []
+    with GeminiServer(GEMINI_SCRIPT, model="gemini-2.5-flash") as server:
+        env = _env(home, {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "scripted"})
+        for i, (tag, prompt) in enumerate(prompts or GEMINI_PROMPTS):
+            cmd = [str(binary("gemini")), "-p", prompt, "-y", "-m", "gemini-2.5-flash"]
+            if i:
+                cmd += ["--resume", "latest"]
+            proc, seconds = _run(cmd, work, env, timeout)
+            runs.append(
+                {
+                    "tag": tag,
+                    "prompt": prompt,
+                    "exit": proc.returncode,
+                    "seconds": seconds,
+                    "result": proc.stdout[-2000:],
+                    "stderr": proc.stderr[-2000:],
+                }
+            )
+        log = list(server.log)
+    files = sorted((home / ".gemini" / "tmp").rglob("chats/session-*.json*"))
+    return {"session": None, "runs": runs, "log": log, "files": files}
 
 
 def _copy(facts: dict[str, Any], root: Path, out: Path, agent: str) -> None:
@@ -354,12 +410,12 @@ def install() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="fixtures/real")
-    parser.add_argument("--only", choices=["claude", "codex"])
+    parser.add_argument("--only", choices=list(VERSIONS))
     parser.add_argument("--install", action="store_true", help="install the agents and stop")
     args = parser.parse_args()
     if args.install:
         return install()
-    for agent in ("claude", "codex"):
+    for agent in VERSIONS:
         if args.only and args.only != agent:
             continue
         if not installed(agent):
@@ -370,13 +426,13 @@ def main() -> int:
             if agent == "claude":
                 facts = drive_claude(home)
                 root = home / ".claude" / "projects"
-            else:
+            elif agent == "codex":
                 facts = drive_codex(home)
                 root = home / ".codex" / "sessions"
-            out = (
-                Path(args.out) / f"{'claude-code' if agent == 'claude' else 'codex'}-"
-                f"{VERSIONS[agent]}"
-            )
+            else:
+                facts = drive_gemini(home)
+                root = home / ".gemini" / "tmp"
+            out = Path(args.out) / f"{FOLDERS[agent]}-{VERSIONS[agent]}"
             _copy(facts, root, out, agent)
             print(f"{agent}: {len(facts['files'])} files, {len(facts['log'])} requests -> {out}")
             for run in facts["runs"]:
