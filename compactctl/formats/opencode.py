@@ -4,8 +4,9 @@
 Source: the public descriptions of opencode's message model (``MessageV2``: a message is
 ``{info, parts}``; ``info`` has ``id``, ``sessionID``, ``role`` ``user``/``assistant``,
 ``time.created`` in ms, an assistant's ``modelID`` and ``summary: true`` for a compaction
-summary; parts have ``type``); no opencode ran here, so the fixture is built from those
-descriptions (``fixtures/formats/opencode-export-described.json``). The on-disk storage
+summary; parts have ``type``), from which ``fixtures/formats/opencode-export-described.json``
+is built (with a compaction and a failed call), checked against a real export of opencode
+1.18.33 (``fixtures/real/opencode-1.18.33/``). The on-disk storage
 (``storage/message/<session>/<message>.json`` and ``storage/part/<message>/<part>.json``,
 one file per record) is not read: export the session first.
 

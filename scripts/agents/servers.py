@@ -305,7 +305,8 @@ def _only_results(content: Any) -> bool:
 
 def _claude_call(call: Call, tools: list[Any]) -> tuple[str, dict[str, Any]]:
     if call.tool == "shell":
-        return "Bash", {"command": call.args["command"], "description": "run a command"}
+        name = "bash" if "bash" in tools and "Bash" not in tools else "Bash"  # opencode: bash
+        return name, {"command": call.args["command"], "description": "run a command"}
     if call.tool == "subagent":  # the Task tool (renamed Agent in some releases)
         name = next((t for t in ("Task", "Agent") if t in tools), "Task")
         return name, {"subagent_type": "general-purpose", **call.args}

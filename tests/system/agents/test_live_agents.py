@@ -1,6 +1,6 @@
-"""Drive the installed agents (Claude Code, Codex CLI, Gemini CLI) against the scripted model
-servers and read what they write (issue 17): the test runs whenever the npm cache folder
-holds the pinned versions (``make agents``; ``.ci/run`` installs them, and sets
+"""Drive the installed agents (Claude Code, Codex CLI, Gemini CLI, opencode) against the
+scripted model servers and read what they write (issue 17): the test runs whenever the npm
+cache folder holds the pinned versions (``make agents``; ``.ci/run`` installs them, and sets
 ``COMPACTCTL_AGENTS_REQUIRED=1`` so that a missing install fails instead of being skipped).
 
 One prompt per agent (a listing, two parallel reads, a failing command, a closing text), then
@@ -20,6 +20,7 @@ from tests.system.agents.test_recordings import (
     count_claude,
     count_codex,
     count_gemini,
+    count_opencode,
     read_counts,
 )
 
@@ -90,3 +91,16 @@ def test_gemini_cli_live(tmp_path: Path) -> None:
     assert count_gemini(chat) == expected
     assert read_counts(chat, "gemini") == expected
     assert [e["outputs"].count("Call") for e in facts["log"] if e["tag"] == "g1"] == [1, 2, 1, 0]
+
+
+def test_opencode_live(tmp_path: Path) -> None:
+    _need("opencode")
+    facts = record.drive_opencode(tmp_path, prompts=record.OPENCODE_PROMPTS[:1])
+    assert [r["exit"] for r in facts["runs"]] == [0], facts["runs"]
+    (export,) = facts["files"]
+    counted, read = count_opencode(export), read_counts(export, "opencode")
+    assert (
+        counted == read == dict(prompts=1, assistant=4, calls=4, results=4, errors=0, compactions=0)
+    )
+    runs = [e["outputs"].count("Call") for e in facts["log"] if e["tag"] == "o1" and e["tools"]]
+    assert runs == [1, 2, 1, 0]  # the title request (no tools) left out
