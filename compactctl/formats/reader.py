@@ -187,7 +187,7 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
     Raises:
         InputError: a complete line is malformed, not UTF-8 or not an object (a binary
             file, text that is not JSON lines), or the torn last line cannot begin a JSON
-            object line; names the first such line.
+            object line; names the first such line and quotes how it starts.
     """
     bad = next(
         (e for e in events if isinstance(e, BadLine) and e.problem not in HARMLESS_PROBLEMS),
@@ -200,10 +200,20 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
     if bad is not None and why is not None:
         raise InputError(
             f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
-            f"{why}); compactctl reads canonical JSONL and the formats listed by "
-            "`compactctl convert --help`",
+            f"{why}); line {bad.line} starts {_opening(bad.raw)}; compactctl reads canonical "
+            "JSONL and the formats listed by `compactctl convert --list-formats`",
             path=path,
         )
+
+
+def _opening(raw: bytes | None, size: int = 40) -> str:
+    """What a line looks like: its first ``size`` characters, quoted (control bytes escaped).
+
+    >>> _opening(b"# Notes on aider"), _opening(b"<html><body>" * 5)
+    ("'# Notes on aider'", "'<html><body><html><body><html><body><htm...'")
+    """
+    text = (raw or b"")[: size * 4].decode("utf-8", "replace").rstrip("\r\n")
+    return repr(text[:size] + ("..." if len(text) > size else ""))
 
 
 def _not_an_object_start(torn: bytes) -> str | None:

@@ -104,6 +104,7 @@ def test_markdown_that_is_not_aider_is_refused() -> None:
         check=False,
     )
     assert proc.returncode == 3 and "not a JSON lines transcript" in proc.stderr
+    assert "(line 1: malformed); line 1 starts '# Notes on aider';" in proc.stderr
 
 
 NEW = [
