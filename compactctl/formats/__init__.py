@@ -45,14 +45,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactctl.formats import (
+    aider,
     anthropic_messages,
     canonical,
     claude_code,
     claude_stream,
     codex_exec,
     codex_rollout,
+    copilot_cli,
+    cursor_agent,
+    droid,
     gemini_cli,
     openai_chat,
+    opencode,
     openhands,
     swe_agent,
 )
@@ -63,6 +68,7 @@ __all__ = [
     "DocumentImporter",
     "Format",
     "LineImporter",
+    "TextImporter",
     "detect",
     "detect_document",
     "examine",
@@ -76,6 +82,9 @@ LineImporter = Callable[[Iterable[tuple[int, dict[str, Any]]]], Iterator[dict[st
 DocumentImporter = Callable[[Any], Iterator[dict[str, Any]]]
 """``document_to_canonical``: a parsed JSON document -> canonical event dicts."""
 
+TextImporter = Callable[[str], Iterator[dict[str, Any]]]
+"""``text_to_canonical``: a whole text transcript (Aider's markdown) -> canonical event dicts."""
+
 
 @dataclass(frozen=True)
 class Format:
@@ -88,6 +97,7 @@ class Format:
             docs/design.md).
         to_canonical: the line importer, or ``None`` for whole-document-only formats.
         document_to_canonical: the whole-document importer, or ``None``.
+        text_to_canonical: the importer of a text (not JSON) transcript, or ``None``.
     """
 
     name: str
@@ -95,6 +105,7 @@ class Format:
     reference: str
     to_canonical: LineImporter | None = None
     document_to_canonical: DocumentImporter | None = None
+    text_to_canonical: TextImporter | None = None
 
 
 FORMATS: dict[str, Format] = {
@@ -156,6 +167,39 @@ FORMATS: dict[str, Format] = {
             "Qwen Code chat log (~/.qwen/projects/*/chats/<session>.jsonl)",
             "compactctl/formats/gemini_cli.py",
             gemini_cli.qwen_to_canonical,
+        ),
+        Format(
+            "cursor-agent",
+            "Cursor agent transcript (~/.cursor/projects/*/agent-transcripts/*.jsonl)",
+            "docs/formats.md section 6",
+            cursor_agent.to_canonical,
+        ),
+        Format(
+            "copilot-cli",
+            "GitHub Copilot CLI session events (~/.copilot/session-state/*/events.jsonl)",
+            "docs/formats.md section 6",
+            copilot_cli.to_canonical,
+        ),
+        Format(
+            "droid",
+            "Factory Droid: droid exec --output-format stream-json",
+            "docs/formats.md section 6",
+            droid.to_canonical,
+        ),
+        Format(
+            "opencode",
+            "opencode session export (opencode export ID: {info, messages: [{info, parts}]})",
+            "docs/formats.md section 6",
+            None,
+            opencode.document_to_canonical,
+        ),
+        Format(
+            "aider",
+            "Aider markdown chat history (.aider.chat.history.md)",
+            "docs/formats.md section 6",
+            None,
+            None,
+            aider.text_to_canonical,
         ),
         Format(
             "openhands",
@@ -230,6 +274,8 @@ def examine_document(doc: Any) -> Detection:
     >>> examine_document({"title": "notes", "items": [1, 2]}).shape
     'a JSON object with keys: title, items'
     """
+    if opencode.messages_of(doc) is not None:  # before swe-agent: both have ``messages``
+        return Detection("opencode")
     if swe_agent.messages_of(doc) is not None:
         return Detection("swe-agent")
     if openhands.events_of(doc) is not None:

@@ -31,11 +31,11 @@ Mapping (through :class:`~compactctl.formats._claude.ClaudeBuilder`, as a Claude
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 from compactctl.formats._claude import ClaudeBuilder
-from compactctl.formats._common import JSON, stable_uuid
+from compactctl.formats._common import JSON, content_text, merge_by_line, stable_uuid
+from compactctl.formats._events import epoch_ms_to_iso
 
 SOURCE = "anthropic-messages"
 ATTACHMENT_PREFIXES = (
@@ -49,11 +49,7 @@ ATTACHMENT_PREFIXES = (
 
 
 def _timestamp(message: JSON) -> str | None:
-    ts = message.get("ts")
-    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-        seconds = ts / 1000 if ts > 1e11 else ts
-        return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
-    return None
+    return epoch_ms_to_iso(message.get("ts"))
 
 
 def _is_attachment(block: Any) -> bool:
@@ -67,10 +63,21 @@ def _is_attachment(block: Any) -> bool:
 
 def _convert(messages: Iterable[tuple[int, Any]], by_line: bool) -> Iterator[JSON]:
     builder = ClaudeBuilder(SOURCE)
+    summaries: list[tuple[int, JSON]] = []
+    hidden: dict[str, list[int]] = {}  # condenseId -> positions of the messages it hides
     for position, message in messages:
         if not isinstance(message, dict):
             continue
         role = message.get("role")
+        parent = message.get("condenseParent")
+        if isinstance(parent, str):
+            hidden.setdefault(parent, []).append(position)
+        if message.get("isSummary") is True:
+            summaries.append((position, message))
+            continue
+        if message.get("type") == "reasoning" and role is None:
+            builder.add_foreign({"uuid": stable_uuid(SOURCE, position)}, position, "reasoning")
+            continue
         record: JSON = {
             "type": role,
             "uuid": stable_uuid(SOURCE, position),
@@ -100,10 +107,56 @@ def _convert(messages: Iterable[tuple[int, Any]], by_line: bool) -> Iterator[JSO
                 builder.user(record, position)
         else:
             builder.add_foreign(record, position, "message", role=str(role))
-    for event in builder.finish():
+    events = builder.finish()
+    if summaries:
+        events = list(merge_by_line(events, _summaries(summaries, hidden, events)))
+    for event in events:
         if not by_line:
             event["sourceIndex"] = event.pop("sourceLine")
         yield event
+
+
+def _summaries(
+    summaries: list[tuple[int, JSON]], hidden: dict[str, list[int]], events: list[JSON]
+) -> list[JSON]:
+    """Roo Code's condensed context: one ``summary`` event per ``isSummary`` message, which
+    replaces the messages whose ``condenseParent`` is its ``condenseId`` (none in older files,
+    where Roo Code removed them from the file) and the summary before it."""
+    by_position: dict[int, list[str]] = {}
+    turn_of: dict[str, int] = {}
+    for e in events:
+        if e.get("type") == "message":
+            by_position.setdefault(int(e["sourceLine"]), []).append(str(e["uuid"]))
+            turn_of[str(e["uuid"])] = int(e.get("turnId") or 0)
+    out: list[JSON] = []
+    previous: str | None = None
+    for position, message in summaries:
+        uid = stable_uuid(SOURCE, position, "summary")
+        condense = message.get("condenseId")
+        replaces = [
+            u
+            for p in (hidden.get(condense, []) if isinstance(condense, str) else [])
+            for u in by_position.get(p, [])
+        ]
+        if previous is not None:
+            replaces.append(previous)
+        event: JSON = {
+            "type": "summary",
+            "uuid": uid,
+            "replaces": replaces,
+            "summaryText": content_text(message.get("content"))
+            if not isinstance(message.get("content"), str)
+            else message["content"],
+            "lastSummarizedTurnId": max((turn_of.get(u, 0) for u in replaces), default=0),
+            "model": SOURCE,
+            "sourceLine": position,
+        }
+        ts = _timestamp(message)
+        if ts is not None:
+            event["timestamp"] = ts
+        out.append(event)
+        previous = uid
+    return out
 
 
 def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:

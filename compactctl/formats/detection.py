@@ -108,6 +108,27 @@ ANTHROPIC_BLOCKS = frozenset(
         "web_search_tool_result",
     }
 )
+ANTHROPIC_MESSAGE_KEYS = frozenset(
+    {
+        "role",
+        "content",
+        "ts",
+        "id",
+        "model",
+        "stop_reason",
+        "usage",
+        # Roo Code's additions (ApiMessage in its task-persistence/apiMessages.ts)
+        "messageId",
+        "isSummary",
+        "condenseId",
+        "condenseParent",
+        "truncationId",
+        "truncationParent",
+        "isTruncationMarker",
+        "reasoning_details",
+        "reasoning_content",
+    }
+)
 GEMINI_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 
 
@@ -248,9 +269,11 @@ def _anthropic_content_ok(content: Any) -> bool | None:
 def score_anthropic_messages(record: dict[str, Any]) -> Score:
     """Anthropic Messages API messages (``{role, content}`` with content blocks), as Cline and
     Roo Code keep them in ``api_conversation_history.json``."""
+    if record.get("type") == "reasoning" and "role" not in record:
+        return FITS  # Roo Code keeps reasoning items between messages
     if "type" in record or record.get("role") not in ("user", "assistant"):
         return None
-    if set(record) - {"role", "content", "ts", "id", "model", "stop_reason", "usage"}:
+    if set(record) - ANTHROPIC_MESSAGE_KEYS:
         return None
     shaped = _anthropic_content_ok(record.get("content"))
     if shaped is None:
@@ -285,6 +308,51 @@ def score_qwen_code(record: dict[str, Any]) -> Score:
     return None
 
 
+CURSOR_BLOCKS = frozenset({"text", "tool_use", "tool_result", "thinking", "image"})
+
+
+def score_cursor_agent(record: dict[str, Any]) -> Score:
+    """Cursor agent transcript: ``{role, message: {content: [blocks]}}`` and nothing else."""
+    if set(record) != {"role", "message"} or record.get("role") not in ("user", "assistant"):
+        return None
+    content = _dict(record.get("message")).get("content")
+    if not isinstance(content, list) or not content:
+        return None
+    if all(isinstance(b, dict) and _type(b) in CURSOR_BLOCKS for b in content):
+        return STRONG
+    return None
+
+
+def score_copilot_cli(record: dict[str, Any]) -> Score:
+    """GitHub Copilot CLI ``events.jsonl``: ``{type, data, id, timestamp, parentId}``."""
+    from compactctl.formats.copilot_cli import TYPES, is_envelope
+
+    if not is_envelope(record):
+        return None
+    return STRONG if record["type"] in TYPES else FITS
+
+
+def score_droid(record: dict[str, Any]) -> Score:
+    """Factory Droid stream-json: ``message``/``tool_call``/``tool_result`` records with
+    ``session_id`` (its ``system`` line alone is weak: Claude stream-json opens the same way)."""
+    from compactctl.formats.droid import TYPES
+
+    kind = _type(record)
+    if kind not in TYPES or "session_id" not in record:
+        return None
+    if kind == "message":
+        return STRONG if record.get("role") in ("user", "assistant") and "text" in record else None
+    if kind in ("tool_call", "tool_result"):
+        return STRONG if "id" in record and ("toolName" in record or "toolId" in record) else None
+    if kind == "completion":
+        return STRONG if "finalText" in record or "numTurns" in record else FITS
+    return WEAK  # system
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 SCORERS: dict[str, Scorer] = {
     "canonical": score_canonical,
     "claude-code": score_claude_code,
@@ -295,6 +363,9 @@ SCORERS: dict[str, Scorer] = {
     "anthropic-messages": score_anthropic_messages,
     "gemini-cli": score_gemini_cli,
     "qwen-code": score_qwen_code,
+    "cursor-agent": score_cursor_agent,
+    "copilot-cli": score_copilot_cli,
+    "droid": score_droid,
 }
 """Line format name -> its record scorer, in detection priority order (ties go first)."""
 

@@ -1,8 +1,13 @@
 """Gemini CLI chat recordings and Qwen Code chat logs -> canonical.
 
 Source: docs/formats.md section 6 and Gemini CLI's ``chatRecordingService`` (the public
-description of ``ConversationRecord``/``MessageRecord``/``ToolCallRecord``); no Gemini CLI ran
-here, so the fixtures are built from that description (``fixtures/formats/*-described.*``).
+description of ``ConversationRecord``/``MessageRecord``/``ToolCallRecord``), from which the
+fixtures ``fixtures/formats/gemini-cli-described.*`` are built, and a recording of Gemini CLI
+0.61.0 run here (``fixtures/real/gemini-cli-0.61.0/``), which showed three things the
+description did not: the ``<session_context>`` user message (read as ``isMeta``), tool results
+written again as ``user`` records of ``functionResponse`` parts (read once, never as prompts;
+a call without ``result`` gets its result from them), and a resumed history whose ``gemini``
+messages carry ``functionCall`` parts instead of ``toolCalls`` (read as calls).
 
 Gemini CLI, two storages of the same records:
 
@@ -48,6 +53,8 @@ from compactctl.formats._common import (
 SOURCE = "gemini-cli"
 QWEN = "qwen-code"
 NOTICES = frozenset({"info", "error", "warning"})
+INJECTED_PREFIXES = ("<session_context>",)
+"""User text Gemini CLI writes itself (the session context it sends first): ``isMeta``."""
 
 
 def parts_content(content: Any) -> str | list[JSON]:
@@ -108,6 +115,7 @@ class _Builder:
         self.source = source
         self.uuids = Uuids()
         self.turns = Turns()
+        self.answered: set[str] = set()
 
     def message(self, role: str, turn: int, own: Any, at: JSON, *salt: object) -> JSON:
         preferred = own if isinstance(own, str) and own else stable_uuid(self.source, *salt)
@@ -123,8 +131,18 @@ class _Builder:
         ts = record.get("timestamp")
         stamp: JSON = {"timestamp": ts} if isinstance(ts, str) else {}
         if kind == "user":
-            event = self.message("user", self.turns.prompt(), own, at)
-            event["content"] = parts_content(record.get("content"))
+            content = record.get("content")
+            responses = _results(content)
+            if responses and len(responses) == len(content if isinstance(content, list) else []):
+                yield from self.responses(responses, own, at, stamp)
+                return
+            text = parts_content(content)
+            injected = content_text_of(text).lstrip().startswith(INJECTED_PREFIXES)
+            turn = self.turns.current if injected else self.turns.prompt()
+            event = self.message("user", turn, own, at)
+            event["content"] = text
+            if injected:
+                event["isMeta"] = True
             yield {**event, **stamp}
             return
         if kind != "gemini":
@@ -140,6 +158,14 @@ class _Builder:
             content = [*opaque, *(p for p in parts if p.get("type") != "text" or p.get("text"))]
         event["content"] = content
         calls = [c for c in record.get("toolCalls") or [] if isinstance(c, dict)]
+        listed = {c.get("id") for c in calls}
+        raw = record.get("content")
+        for part in raw if isinstance(raw, list) else []:
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(call, dict) and (call.get("id") is None or call["id"] not in listed):
+                calls.append(
+                    {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
+                )
         if calls:
             event["toolCalls"] = [
                 {
@@ -153,13 +179,12 @@ class _Builder:
             event["model"] = record["model"]
         yield {**event, **stamp}
         for i, (call, spec) in enumerate(zip(calls, event.get("toolCalls", []), strict=False)):
-            tool = self.message("tool", event["turnId"], own, at, "result", i)
             responses = _results(call.get("result"))
-            tool["content"] = (
-                "\n".join(str(response_content(r.get("response"))) for r in responses)
-                if responses
-                else ""
-            )
+            if not responses:
+                continue  # answered by a later user record of functionResponse parts
+            self.answered.add(spec["id"])
+            tool = self.message("tool", event["turnId"], own, at, "result", i)
+            tool["content"] = "\n".join(str(response_content(r.get("response"))) for r in responses)
             tool["toolCallId"] = spec["id"]
             tool["toolName"] = spec["name"]
             if call.get("status") in ("error", "cancelled"):
@@ -170,6 +195,30 @@ class _Builder:
             elif stamp:
                 tool.update(stamp)
             yield tool
+
+    def responses(self, responses: list[JSON], own: Any, at: JSON, stamp: JSON) -> Iterator[JSON]:
+        """A ``user`` record of ``functionResponse`` parts: the results the model was sent.
+        A result already read (from the call's ``result``, or an earlier copy: Gemini CLI
+        0.61 writes each twice when it resumes a session) is not read again."""
+        for i, response in enumerate(responses):
+            rid = response.get("id")
+            cid = str(rid) if rid else stable_uuid(self.source, *at.values(), "response", i)
+            if cid in self.answered:
+                continue
+            self.answered.add(cid)
+            tool = self.message("tool", self.turns.activity(), own, at, "response", i)
+            tool["content"] = response_content(response.get("response"))
+            tool["toolCallId"] = cid
+            if isinstance(response.get("name"), str):
+                tool["toolName"] = response["name"]
+            yield {**tool, **stamp}
+
+
+def content_text_of(content: str | list[JSON]) -> str:
+    """The text of canonical content (a string, or its text parts joined)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
 
 
 def _index(at: JSON) -> JSON:

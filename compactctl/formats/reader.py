@@ -118,6 +118,10 @@ def read_input(
     first = first_line_block(read)
     if on_first_block is not None:
         on_first_block(first)
+    if _is_text_transcript(first, fmt):  # Aider's markdown history: read it all
+        data = first + stream.read()
+        del first
+        return TextDocument(data.removeprefix(BOM).decode("utf-8", "replace")), None
     if _may_be_document(first, fmt):  # a whole JSON document: read it all
         data = first + stream.read()
         del first
@@ -142,6 +146,12 @@ def to_canonical_events(
     """
     from compactctl.formats import FORMATS, examine, examine_document, known_formats
 
+    if isinstance(doc, TextDocument):
+        text_name = fmt or "aider"
+        text_importer = FORMATS[text_name].text_to_canonical
+        if text_importer is None:
+            raise UsageError(f"--format {text_name} does not read a markdown text transcript")
+        return text_name, _imported(text_importer(doc.text), [])
     if events is None:
         found = None if fmt else examine_document(doc)
         name = fmt or (found.name if found else None)
@@ -191,7 +201,7 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
     Raises:
         InputError: a complete line is malformed, not UTF-8 or not an object (a binary
             file, text that is not JSON lines), or the torn last line cannot begin a JSON
-            object line; names the first such line.
+            object line; names the first such line and quotes how it starts.
     """
     bad = next(
         (e for e in events if isinstance(e, BadLine) and e.problem not in HARMLESS_PROBLEMS),
@@ -204,10 +214,20 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
     if bad is not None and why is not None:
         raise InputError(
             f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
-            f"{why}); compactctl reads canonical JSONL and the formats listed by "
-            "`compactctl convert --help`",
+            f"{why}); line {bad.line} starts {_opening(bad.raw)}; compactctl reads canonical "
+            "JSONL and the formats listed by `compactctl convert --list-formats`",
             path=path,
         )
+
+
+def _opening(raw: bytes | None, size: int = 40) -> str:
+    """What a line looks like: its first ``size`` characters, quoted (control bytes escaped).
+
+    >>> _opening(b"# Notes on aider"), _opening(b"<html><body>" * 5)
+    ("'# Notes on aider'", "'<html><body><html><body><html><body><htm...'")
+    """
+    text = (raw or b"")[: size * 4].decode("utf-8", "replace").rstrip("\r\n")
+    return repr(text[:size] + ("..." if len(text) > size else ""))
 
 
 def _not_an_object_start(torn: bytes) -> str | None:
@@ -261,6 +281,30 @@ def first_line_block(read: Callable[[int], bytes]) -> bytes:
             break
         scanned = len(buf)
     return bytes(buf)
+
+
+class TextDocument:
+    """A transcript that is text, not JSON (Aider's ``.aider.chat.history.md``), read whole.
+
+    Attributes:
+        text: the file decoded as UTF-8 (invalid bytes replaced, a BOM dropped).
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _is_text_transcript(first: bytes, fmt: str | None) -> bool:
+    """Whether a stream opening with ``first`` is Aider's markdown history: ``--format
+    aider``, or (detecting) its first non-blank line is Aider's run header
+    (:func:`compactctl.formats.aider.looks_like`)."""
+    if fmt is not None:
+        return fmt == "aider"
+    from compactctl.formats.aider import HEADER
+
+    return first.removeprefix(BOM).lstrip().startswith(HEADER.encode())
 
 
 def _may_be_document(first: bytes, fmt: str | None) -> bool:

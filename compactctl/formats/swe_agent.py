@@ -60,6 +60,8 @@ def messages_of(doc: Any) -> list[Any] | None:
     [{'role': 'user', 'content': 'x', 'agent': 'main'}]
     >>> messages_of({"history": [{"role": "user", "content": "x"}]}) is None
     True
+    >>> messages_of({"info": {}, "messages": [{"info": {}, "parts": []}]}) is None
+    True
     """
     if not isinstance(doc, dict):
         return None
@@ -69,8 +71,15 @@ def messages_of(doc: Any) -> list[Any] | None:
     if isinstance(history, list) and history and _swe_history(history):
         return history
     messages = doc.get("messages")
-    if isinstance(messages, list) and ("trajectory_format" in doc or "info" in doc):
+    if isinstance(messages, list) and "trajectory_format" in doc:
         return messages
+    if (
+        isinstance(messages, list)
+        and "info" in doc
+        and messages
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages[:50])
+    ):
+        return messages  # mini-swe-agent without trajectory_format: chat messages only
     return None
 
 

@@ -91,15 +91,27 @@ class NoTranscripts(InputError):
     exit_code = 0
 
 
-DOCUMENT_SUFFIXES = (".json", ".traj")
-"""Whole-document transcripts a folder run finds when asked (``discover(documents=True)``)."""
+DOCUMENT_SUFFIXES = (".json", ".traj", ".md")
+"""Whole-document transcripts a folder run finds when asked (``discover(documents=True)``):
+JSON documents and Aider's markdown history (``.aider.chat.history.md``)."""
 
 
 def recognised_document(path: Path) -> bool:
     """Whether a ``.json``/``.traj`` file is a transcript a reader knows (by evidence:
-    :func:`compactctl.formats.examine_document`), never arbitrary JSON (issue 17)."""
+    :func:`compactctl.formats.examine_document`), never arbitrary JSON, or a ``.md`` file is
+    an Aider history (:func:`compactctl.formats.aider.looks_like`), never other markdown
+    (issue 17)."""
     from compactctl.formats import examine_document
 
+    if path.name.endswith(".md"):  # Aider's history: its first non-blank line is the header
+        from compactctl.formats.aider import looks_like
+
+        try:
+            with path.open("rb") as f:
+                head = f.read(4096)
+        except OSError:
+            return False
+        return looks_like(head.decode("utf-8", "replace").removeprefix("\ufeff"))
     try:
         doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -113,10 +125,10 @@ def discover(
     """Expand PATHS into transcript files, in a stable order.
 
     Files are taken as given (any name); folders are searched recursively for ``*.jsonl``
-    and ``*.jsonl.gz`` (sorted), and with ``documents`` (opt-in) also for the ``*.json`` and
-    ``*.traj`` files a reader recognises (:func:`recognised_document`: Gemini CLI sessions,
-    Cline histories, SWE-agent trajectories, ...); ``-`` means standard input and may appear
-    once.
+    and ``*.jsonl.gz`` (sorted), and with ``documents`` (opt-in) also for the ``*.json``,
+    ``*.traj`` and ``*.md`` files a reader recognises (:func:`recognised_document`: Gemini CLI
+    sessions, Cline / Roo Code histories, opencode exports, SWE-agent trajectories, Aider
+    histories); ``-`` means standard input and may appear once.
 
     Returns:
         ``(files, errors)``: the files to process, and one :class:`InputError` per path that

@@ -91,7 +91,13 @@ class _Rewriter:
         self._rules: dict[str, Rule] = {}  # name -> the rule at its recorded version
 
     def is_code(self, m: Message, text: str, tool_of_call: Mapping[str, str]) -> bool:
-        """Whether ``m`` is file contents or code: only code-safe rules apply to it."""
+        """Whether ``m`` is file contents or code: only code-safe rules apply to it.
+
+        Injected user context (``isMeta``: attachments such as Cline's ``<file_content>``
+        and ``<environment_details>``, Claude Code reminders) is treated as file contents:
+        rules never rewrite an attachment as if a person had typed it (issue 17)."""
+        if m.role == "user" and m.data.get("isMeta") is True:
+            return True
         if m.role != "tool":
             return False
         if _tool_of(m, tool_of_call) in FILE_TOOLS:

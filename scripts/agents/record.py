@@ -1,6 +1,7 @@
 """Record real agent sessions against the scripted model servers (issue 17).
 
-Usage: ``python scripts/agents/record.py [--out fixtures/real] [--only claude|codex]``
+Usage: ``python scripts/agents/record.py [--out fixtures/real] [--only AGENT]`` (an agent of
+:data:`VERSIONS`)
 (``make agents`` installs the agents first). The agents come from the npm cache folder
 ``$COMPACTCTL_AGENTS_CACHE`` (default ``~/.cache/compactctl-agents``), installed at the versions
 of :data:`VERSIONS`.
@@ -32,11 +33,24 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import AnthropicServer, Call, ResponsesServer, Script, Text  # noqa: E402
+from servers import AnthropicServer, Call, GeminiServer, ResponsesServer, Script, Text  # noqa: E402
 
-VERSIONS = {"claude": "2.1.328", "codex": "0.169.0"}
-"""The pinned agent versions (npm ``@anthropic-ai/claude-code``, ``@openai/codex``)."""
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+VERSIONS = {"claude": "2.1.328", "codex": "0.169.0", "gemini": "0.61.0", "opencode": "1.18.33"}
+"""The pinned agent versions (npm ``@anthropic-ai/claude-code``, ``@openai/codex``,
+``@google/gemini-cli``, ``opencode-ai``)."""
+PACKAGES = {
+    "claude": "@anthropic-ai/claude-code",
+    "codex": "@openai/codex",
+    "gemini": "@google/gemini-cli",
+    "opencode": "opencode-ai",
+}
+FOLDERS = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "gemini": "gemini-cli",
+    "opencode": "opencode",
+}
+"""The agent's folder name in ``fixtures/real/`` (``<folder>-<version>``)."""
 WORKDIR = "/tmp/compactctl-agent-work"
 """Where the agents work (a fixed path, so recordings name the same folder every time)."""
 
@@ -51,7 +65,7 @@ def cache_dir() -> Path:
 
 
 def binary(agent: str) -> Path:
-    """The installed agent's executable (``claude`` or ``codex``)."""
+    """The installed agent's executable (``claude``, ``codex`` or ``gemini``)."""
     return cache_dir() / "node_modules" / ".bin" / agent
 
 
@@ -141,12 +155,68 @@ CODEX_SCRIPT: Script = {
 }
 
 
+GEMINI_PROMPTS = [
+    ("g1", "[[g1]] Look at this project and run its test."),
+    ("g2", "[[g2]] Fix the bug in calc.py and run the test again."),
+]
+GEMINI_SCRIPT: Script = {"g1": CLAUDE_SCRIPT["t1"], "g2": CLAUDE_SCRIPT["t2"]}
+"""The first two steps of Claude Code's script: a listing, two parallel reads, a failing test,
+the fix and the passing test."""
+OPENCODE_PROMPTS = [
+    ("o1", "[[o1]] Look at this project and run its test."),
+    ("o2", "[[o2]] Fix the bug in calc.py and run the test again."),
+]
+OPENCODE_SCRIPT: Script = {"o1": CLAUDE_SCRIPT["t1"], "o2": CLAUDE_SCRIPT["t2"]}
+"""As :data:`GEMINI_SCRIPT`, through opencode's ``anthropic`` provider."""
+
+GEMINI_SETTINGS = {
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    "telemetry": {"enabled": False},
+    "privacy": {"usageStatisticsEnabled": False},
+    "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+}
+"""Gemini CLI's settings in the scratch home: API-key auth (the key and the base URL come from
+the environment), no update check, no telemetry, no folder-trust prompt."""
+
+
 def _project(work: Path) -> None:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     (work / "calc.py").write_text(CALC)
     (work / "test_calc.py").write_text(TEST)
+
+
+def _run(
+    cmd: list[str], work: Path, env: dict[str, str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run one agent command in ``work`` (no stdin): ``(the process, seconds taken)``."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        cmd,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )
+    return proc, round(time.monotonic() - started, 1)
+
+
+def _entry(
+    tag: str, prompt: str, proc: subprocess.CompletedProcess[str], seconds: float, **extra: Any
+) -> dict[str, Any]:
+    """One run of the manifest: the prompt, exit code, seconds, stderr's end and ``extra``."""
+    return {
+        "tag": tag,
+        "prompt": prompt,
+        "exit": proc.returncode,
+        "seconds": seconds,
+        **extra,
+        "stderr": proc.stderr[-2000:],
+    }
 
 
 def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -191,32 +261,13 @@ def drive_claude(
             ]
             if session:
                 cmd += ["--resume", session]
-            started = time.monotonic()
-            proc = subprocess.run(
-                cmd,
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                check=False,
-            )
+            proc, seconds = _run(cmd, work, env, timeout)
             try:
                 result = json.loads(proc.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 result = {}
             session = result.get("session_id") or session
-            runs.append(
-                {
-                    "tag": tag,
-                    "prompt": prompt,
-                    "exit": proc.returncode,
-                    "seconds": round(time.monotonic() - started, 1),
-                    "result": result.get("result"),
-                    "stderr": proc.stderr[-2000:],
-                }
-            )
+            runs.append(_entry(tag, prompt, proc, seconds, result=result.get("result")))
         log = list(server.log)
     files = sorted((home / ".claude" / "projects").rglob("*.jsonl"))
     return {"session": session, "runs": runs, "log": log, "files": files}
@@ -261,17 +312,7 @@ def drive_codex(
             if i == len(todo) - 1 and not prompts:
                 cmd += ["-c", "model_auto_compact_token_limit=1000"]
             cmd.append(prompt)
-            started = time.monotonic()
-            proc = subprocess.run(
-                cmd,
-                cwd=work,
-                env=env,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                timeout=timeout,
-                check=False,
-            )
+            proc, seconds = _run(cmd, work, env, timeout)
             for line in proc.stdout.splitlines():
                 try:
                     event = json.loads(line)
@@ -279,19 +320,79 @@ def drive_codex(
                     continue
                 if event.get("type") == "thread.started":
                     thread = thread or event.get("thread_id")
-            runs.append(
-                {
-                    "tag": tag,
-                    "prompt": prompt,
-                    "exit": proc.returncode,
-                    "seconds": round(time.monotonic() - started, 1),
-                    "stdout": proc.stdout,
-                    "stderr": proc.stderr[-2000:],
-                }
-            )
+            runs.append(_entry(tag, prompt, proc, seconds, stdout=proc.stdout))
         log = list(server.log)
     files = sorted((codex_home / "sessions").rglob("rollout-*.jsonl"))
     return {"session": thread, "runs": runs, "log": log, "files": files}
+
+
+def drive_gemini(
+    home: Path, timeout: float = 120, prompts: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """Run Gemini CLI through :data:`GEMINI_PROMPTS` (``gemini -p PROMPT -y``, the second
+    prompt resuming the session with ``--resume latest``); returns the run's facts (server
+    log, outputs, the chat recordings under ``~/.gemini/tmp/*/chats/``)."""
+    work = Path(WORKDIR) / "gemini"
+    _project(work)
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(GEMINI_SETTINGS))
+    runs: list[dict[str, Any]] = []
+    with GeminiServer(GEMINI_SCRIPT, model="gemini-2.5-flash") as server:
+        env = _env(home, {"GOOGLE_GEMINI_BASE_URL": server.url, "GEMINI_API_KEY": "scripted"})
+        for i, (tag, prompt) in enumerate(prompts or GEMINI_PROMPTS):
+            cmd = [str(binary("gemini")), "-p", prompt, "-y", "-m", "gemini-2.5-flash"]
+            if i:
+                cmd += ["--resume", "latest"]
+            proc, seconds = _run(cmd, work, env, timeout)
+            runs.append(_entry(tag, prompt, proc, seconds, result=proc.stdout[-2000:]))
+        chats = sorted((home / ".gemini" / "tmp").rglob("chats/session-*.json*"))
+        return {"session": None, "runs": runs, "log": list(server.log), "files": chats}
+
+
+def drive_opencode(
+    home: Path, timeout: float = 120, prompts: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """Run opencode through :data:`OPENCODE_PROMPTS` (``opencode run --format json``, its
+    ``anthropic`` provider pointed at the scripted server by the project's ``opencode.json``;
+    the second prompt continues the session with ``--session ID``), then ``opencode export
+    ID`` into ``HOME/export/<session>.json``; returns the run's facts (the ``--format json``
+    streams of the runs in ``stdout``, the export's path in ``files``)."""
+    work = Path(WORKDIR) / "opencode"
+    _project(work)
+    runs: list[dict[str, Any]] = []
+    session: str | None = None
+    with AnthropicServer(OPENCODE_SCRIPT, model="claude-sonnet-4-5") as server:
+        config = {
+            "provider": {"anthropic": {"options": {"baseURL": server.url + "/v1"}}},
+            "model": "anthropic/claude-sonnet-4-5",
+            "autoupdate": False,
+            "share": "disabled",
+        }
+        (work / "opencode.json").write_text(json.dumps(config))
+        extra = {"ANTHROPIC_API_KEY": "scripted", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+        env = _env(home, extra)
+        for tag, prompt in prompts or OPENCODE_PROMPTS:
+            cmd = [str(binary("opencode")), "run", "--format", "json"]
+            if session:
+                cmd += ["--session", session]
+            proc, seconds = _run([*cmd, prompt], work, env, timeout)
+            for line in proc.stdout.splitlines():
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                session = session or event.get("sessionID")
+            runs.append(_entry(tag, prompt, proc, seconds, stdout=proc.stdout))
+        log = list(server.log)
+    files = []
+    if session:
+        proc, _ = _run([str(binary("opencode")), "export", session], work, env, timeout)
+        target = home / "export" / f"{session}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(proc.stdout)
+        files.append(target)
+    return {"session": session, "runs": runs, "log": log, "files": files}
 
 
 def _copy(facts: dict[str, Any], root: Path, out: Path, agent: str) -> None:
@@ -309,7 +410,7 @@ def _copy(facts: dict[str, Any], root: Path, out: Path, agent: str) -> None:
     for i, run in enumerate(facts["runs"]):
         stdout = run.pop("stdout", None)
         if stdout:
-            name = f"exec-{i + 1}.jsonl"
+            name = f"{'exec' if agent == 'codex' else 'run'}-{i + 1}.jsonl"
             (out / name).write_text(stdout)
             streams.append(name)
     manifest = {
@@ -319,7 +420,9 @@ def _copy(facts: dict[str, Any], root: Path, out: Path, agent: str) -> None:
         "workdir": WORKDIR,
         "session": facts["session"],
         "files": names,
-        "execStreams": streams,
+        # codex exec --json streams (read as codex-exec); opencode run --format json streams
+        # (no reader: a real file detection must refuse)
+        "execStreams" if agent == "codex" else "runStreams": streams,
         "runs": facts["runs"],
         "server": facts["log"],
     }
@@ -354,12 +457,12 @@ def install() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="fixtures/real")
-    parser.add_argument("--only", choices=["claude", "codex"])
+    parser.add_argument("--only", choices=list(VERSIONS))
     parser.add_argument("--install", action="store_true", help="install the agents and stop")
     args = parser.parse_args()
     if args.install:
         return install()
-    for agent in ("claude", "codex"):
+    for agent in VERSIONS:
         if args.only and args.only != agent:
             continue
         if not installed(agent):
@@ -370,13 +473,16 @@ def main() -> int:
             if agent == "claude":
                 facts = drive_claude(home)
                 root = home / ".claude" / "projects"
-            else:
+            elif agent == "codex":
                 facts = drive_codex(home)
                 root = home / ".codex" / "sessions"
-            out = (
-                Path(args.out) / f"{'claude-code' if agent == 'claude' else 'codex'}-"
-                f"{VERSIONS[agent]}"
-            )
+            elif agent == "gemini":
+                facts = drive_gemini(home)
+                root = home / ".gemini" / "tmp"
+            else:
+                facts = drive_opencode(home)
+                root = home / "export"
+            out = Path(args.out) / f"{FOLDERS[agent]}-{VERSIONS[agent]}"
             _copy(facts, root, out, agent)
             print(f"{agent}: {len(facts['files'])} files, {len(facts['log'])} requests -> {out}")
             for run in facts["runs"]:

@@ -11,6 +11,9 @@ transcript:
 - :class:`ResponsesServer`: the OpenAI Responses API as Codex CLI uses it (``POST
   /v1/responses`` with ``stream: true``; events ``response.created``,
   ``response.output_item.done``, ``response.completed`` with usage).
+- :class:`GeminiServer`: the Gemini API as Gemini CLI uses it (``POST
+  /v1beta/models/<model>:streamGenerateContent?alt=sse``, unnamed ``data:`` events of
+  ``GenerateContentResponse``; ``:generateContent`` and ``:countTokens`` answered plainly).
 
 A script maps a *tag* to a list of steps. A prompt (or a subagent's task) carries its tag as
 ``[[tag]]``; the server finds the newest user message of the request that is not only tool
@@ -110,7 +113,9 @@ class ScriptedServer:
                     self._json(status, doc)
                     return
                 payload = b"".join(
-                    f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
+                    (f"event: {name}\n" if name else "").encode()
+                    + f"data: {json.dumps(data)}\n\n".encode()
+                    for name, data in events
                 )
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -300,7 +305,8 @@ def _only_results(content: Any) -> bool:
 
 def _claude_call(call: Call, tools: list[Any]) -> tuple[str, dict[str, Any]]:
     if call.tool == "shell":
-        return "Bash", {"command": call.args["command"], "description": "run a command"}
+        name = "bash" if "bash" in tools and "Bash" not in tools else "Bash"  # opencode: bash
+        return name, {"command": call.args["command"], "description": "run a command"}
     if call.tool == "subagent":  # the Task tool (renamed Agent in some releases)
         name = next((t for t in ("Task", "Agent") if t in tools), "Task")
         return name, {"subagent_type": "general-purpose", **call.args}
@@ -409,3 +415,79 @@ def _codex_call(call: Call, tools: list[Any]) -> tuple[str, dict[str, Any]]:
     if "shell_command" in tools:
         return "shell_command", {"command": command}
     return "shell", {"command": ["bash", "-lc", command]}
+
+
+class GeminiServer(ScriptedServer):
+    """The Gemini API (``generateContent``, streamed or not), scripted."""
+
+    def answer(
+        self, path: str, body: dict[str, Any]
+    ) -> tuple[int, list[tuple[str, Any]] | None, Any]:
+        if ":countTokens" in path:
+            return 200, None, {"totalTokens": 100}
+        if ":generateContent" not in path and ":streamGenerateContent" not in path:
+            return 200, None, {"models": [{"name": "models/" + self.model}]}
+        contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
+        tag, step = None, 0
+        for i in range(len(contents) - 1, -1, -1):
+            c = contents[i]
+            parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
+            if c.get("role") == "user" and not all("functionResponse" in p for p in parts):
+                tag = _tag_of(p["text"] for p in parts if isinstance(p.get("text"), str))
+                step = sum(1 for x in contents[i + 1 :] if x.get("role") == "model")
+                break
+        tools = [
+            d.get("name")
+            for t in body.get("tools") or []
+            if isinstance(t, dict)
+            for d in t.get("functionDeclarations") or []
+            if isinstance(d, dict)
+        ]
+        json_only = bool((body.get("generationConfig") or {}).get("responseJsonSchema")) or bool(
+            (body.get("generationConfig") or {}).get("responseSchema")
+        )
+        outputs = self.pick(tag if tools else None, step, False)
+        self.record(
+            {
+                "api": "gemini",
+                "path": path.split("?")[0].rsplit(":", 1)[-1],
+                "tag": tag,
+                "step": step,
+                "tools": tools,
+                "outputs": [type(o).__name__ for o in outputs],
+            }
+        )
+        if json_only:  # a side request (next speaker, loop check): a JSON answer
+            text = json.dumps({"next_speaker": "user", "reasoning": "done"})
+            outputs = [Text(text)]
+        parts_out: list[dict[str, Any]] = []
+        for out in outputs:
+            if isinstance(out, Text):
+                parts_out.append({"text": out.text})
+            else:
+                name, args = _gemini_call(out)
+                parts_out.append({"functionCall": {"name": name, "args": args}})
+        response = {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts_out},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 120,
+                "candidatesTokenCount": 20,
+                "totalTokenCount": 140,
+            },
+            "modelVersion": self.model,
+        }
+        if ":streamGenerateContent" in path:
+            return 200, [("", response)], None
+        return 200, None, response
+
+
+def _gemini_call(call: Call) -> tuple[str, dict[str, Any]]:
+    if call.tool == "shell":
+        return "run_shell_command", {"command": call.args["command"], "description": "run"}
+    return call.tool, call.args

@@ -1,7 +1,7 @@
-"""Drive the installed agents (Claude Code, Codex CLI) against the scripted model servers and
-read what they write (issue 17): the test runs whenever the npm cache folder holds the pinned
-versions (``make agents``; ``.ci/run`` installs them, and sets ``COMPACTCTL_AGENTS_REQUIRED=1``
-so that a missing install fails instead of being skipped).
+"""Drive the installed agents (Claude Code, Codex CLI, Gemini CLI, opencode) against the
+scripted model servers and read what they write (issue 17): the test runs whenever the npm
+cache folder holds the pinned versions (``make agents``; ``.ci/run`` installs them, and sets
+``COMPACTCTL_AGENTS_REQUIRED=1`` so that a missing install fails instead of being skipped).
 
 One prompt per agent (a listing, two parallel reads, a failing command, a closing text), then
 the session file is read by compactctl and compared with the independent count of
@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.agents.test_recordings import count_claude, count_codex, read_counts
+from tests.system.agents.test_recordings import (
+    count_claude,
+    count_codex,
+    count_gemini,
+    count_opencode,
+    read_counts,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "scripts" / "agents"))
@@ -72,3 +78,29 @@ def test_codex_live(tmp_path: Path) -> None:
     assert read_counts(rollout, "codex") == expected
     sent = sum(e["outputs"].count("Call") for e in facts["log"] if e["tag"] == "c1")
     assert sent == expected["calls"]
+
+
+def test_gemini_cli_live(tmp_path: Path) -> None:
+    _need("gemini")
+    facts = record.drive_gemini(tmp_path, prompts=record.GEMINI_PROMPTS[:1])
+    assert [r["exit"] for r in facts["runs"]] == [0], facts["runs"]
+    (chat,) = facts["files"]
+    # a listing, two parallel reads, the failing test, a closing text; Gemini CLI reports a
+    # failing command in its output, not as an error
+    expected = dict(prompts=1, assistant=4, calls=4, results=4, errors=0, compactions=0)
+    assert count_gemini(chat) == expected
+    assert read_counts(chat, "gemini") == expected
+    assert [e["outputs"].count("Call") for e in facts["log"] if e["tag"] == "g1"] == [1, 2, 1, 0]
+
+
+def test_opencode_live(tmp_path: Path) -> None:
+    _need("opencode")
+    facts = record.drive_opencode(tmp_path, prompts=record.OPENCODE_PROMPTS[:1])
+    assert [r["exit"] for r in facts["runs"]] == [0], facts["runs"]
+    (export,) = facts["files"]
+    counted, read = count_opencode(export), read_counts(export, "opencode")
+    assert (
+        counted == read == dict(prompts=1, assistant=4, calls=4, results=4, errors=0, compactions=0)
+    )
+    runs = [e["outputs"].count("Call") for e in facts["log"] if e["tag"] == "o1" and e["tools"]]
+    assert runs == [1, 2, 1, 0]  # the title request (no tools) left out

@@ -137,10 +137,86 @@ def count_exec(path: Path) -> dict[str, int]:
     return out
 
 
+def count_gemini(path: Path) -> dict[str, int]:
+    """Independent count of a Gemini CLI JSONL chat recording.
+
+    The final message list: records by ``id`` (the last write wins, at the place of the first),
+    ``{"$set": {"messages": [...]}}`` replacing the list (Gemini CLI does that when it resumes
+    a session), ``{"$rewindTo": id}`` cutting it. prompts: ``user`` records with text parts
+    not starting with ``<session_context>``; assistant: ``gemini`` records; calls: distinct
+    ids of ``toolCalls`` and ``functionCall`` parts; results: distinct ``functionResponse``
+    ids (in ``toolCalls[].result`` or in ``user`` records); errors: ``toolCalls`` with status
+    ``error``.
+    """
+    order: list[str] = []
+    latest: dict[str, dict[str, Any]] = {}
+    for r in _records(path):
+        if "$rewindTo" in r and r["$rewindTo"] in latest:
+            cut = order.index(r["$rewindTo"])
+            for mid in order[cut:]:
+                del latest[mid]
+            del order[cut:]
+        elif isinstance((r.get("$set") or {}).get("messages"), list):
+            order = [m["id"] for m in r["$set"]["messages"]]
+            latest = {m["id"]: m for m in r["$set"]["messages"]}
+        elif "type" in r and "id" in r:
+            if r["id"] not in latest:
+                order.append(r["id"])
+            latest[r["id"]] = r
+    out = dict.fromkeys(("prompts", "assistant", "calls", "results", "errors", "compactions"), 0)
+    calls: set[str] = set()
+    results: set[str] = set()
+    for m in (latest[mid] for mid in order):
+        parts = m.get("content") if isinstance(m.get("content"), list) else []
+        texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
+        if m["type"] == "user" and texts and not texts[0].startswith("<session_context>"):
+            out["prompts"] += 1
+        if m["type"] == "gemini":
+            out["assistant"] += 1
+        calls.update(p["functionCall"]["id"] for p in parts if "functionCall" in p)
+        results.update(p["functionResponse"]["id"] for p in parts if "functionResponse" in p)
+        for c in m.get("toolCalls") or []:
+            calls.add(c["id"])
+            results.update(p["functionResponse"]["id"] for p in c.get("result") or [])
+            out["errors"] += 1 if c.get("status") == "error" else 0
+    out["calls"], out["results"] = len(calls), len(results)
+    return out
+
+
+def count_opencode(path: Path) -> dict[str, int]:
+    """Independent count of an opencode export (``{info, messages: [{info, parts}]}``).
+
+    prompts: ``user`` messages with a text part that is not ``synthetic``; assistant: model
+    calls (``step-finish`` parts of assistant messages that are not a ``summary``);
+    calls: distinct ``tool`` part ``callID``; results: tool parts ``completed`` or ``error``;
+    errors: tool parts ``error``; compactions: assistant messages with ``summary: true``.
+    """
+    doc = json.loads(path.read_text())
+    out = dict.fromkeys(("prompts", "assistant", "calls", "results", "errors", "compactions"), 0)
+    calls: set[str] = set()
+    for m in doc["messages"]:
+        info, parts = m["info"], m["parts"]
+        if info["role"] == "user":
+            texts = [p for p in parts if p["type"] == "text" and not p.get("synthetic")]
+            out["prompts"] += 1 if texts else 0
+        elif info.get("summary") is True:
+            out["compactions"] += 1
+        else:
+            out["assistant"] += sum(1 for p in parts if p["type"] == "step-finish")
+        for p in parts:
+            if p["type"] == "tool":
+                calls.add(p["callID"])
+                status = p["state"]["status"]
+                out["results"] += 1 if status in ("completed", "error") else 0
+                out["errors"] += 1 if status == "error" else 0
+    out["calls"] = len(calls)
+    return out
+
+
 def read_counts(path: Path, kind: str) -> dict[str, int]:
     """The same counts from compactctl's reading of the file (``kind``: ``claude``,
-    ``codex`` or ``exec``; Codex assistant messages are counted when they hold text, since
-    the reader opens an empty one for calls that follow no text)."""
+    ``codex``, ``gemini`` or ``exec``; Codex assistant messages are counted when they hold
+    text, since the reader opens an empty one for calls that follow no text)."""
     _, events = load(str(path))
     msgs = [e for e in events if isinstance(e, Message)]
 
@@ -153,7 +229,7 @@ def read_counts(path: Path, kind: str) -> dict[str, int]:
     return {
         "prompts": sum(1 for m in msgs if m.role == "user" and not m.data.get("isMeta")),
         "assistant": sum(1 for m in msgs if m.role == "assistant" and has_text(m))
-        if kind != "claude"
+        if kind not in ("claude", "gemini", "opencode")
         else sum(1 for m in msgs if m.role == "assistant"),
         "calls": sum(len(m.data.get("toolCalls") or []) for m in msgs),
         "results": sum(1 for m in msgs if m.role == "tool"),
@@ -166,7 +242,8 @@ def transcripts() -> Iterator[tuple[str, Path, str]]:
     for rec in RECORDINGS:
         manifest = json.loads((rec / "manifest.json").read_text())
         for name in manifest["files"]:
-            kind = "claude" if manifest["agent"] == "claude" else "codex"
+            agent = manifest["agent"]
+            kind = agent if agent in ("claude", "gemini", "opencode") else "codex"
             yield f"{rec.name}/{name}", rec / name, kind
         for name in manifest.get("execStreams", []):
             yield f"{rec.name}/{name}", rec / name, "exec"
@@ -175,9 +252,9 @@ def transcripts() -> Iterator[tuple[str, Path, str]]:
 CASES = list(transcripts())
 
 
-def test_there_are_recordings_of_both_agents() -> None:
+def test_there_are_recordings_of_every_agent() -> None:
     agents = {json.loads((r / "manifest.json").read_text())["agent"] for r in RECORDINGS}
-    assert agents == {"claude", "codex"}
+    assert agents == {"claude", "codex", "gemini", "opencode"}
     for rec in RECORDINGS:
         size = sum(p.stat().st_size for p in rec.rglob("*") if p.is_file())
         assert size < 1_000_000, (rec.name, size)
@@ -185,7 +262,13 @@ def test_there_are_recordings_of_both_agents() -> None:
 
 @pytest.mark.parametrize(("name", "path", "kind"), CASES, ids=[c[0] for c in CASES])
 def test_recording_reads_as_the_independent_count(name: str, path: Path, kind: str) -> None:
-    expected = {"claude": count_claude, "codex": count_codex, "exec": count_exec}[kind](path)
+    counters = {
+        "claude": count_claude,
+        "codex": count_codex,
+        "gemini": count_gemini,
+        "opencode": count_opencode,
+    }
+    expected = {**counters, "exec": count_exec}[kind](path)
     got = read_counts(path, kind)
     if kind == "exec":  # the stream has no prompts and no compaction records
         got["prompts"] = got["compactions"] = 0
@@ -198,6 +281,8 @@ def test_tool_calls_equal_what_the_scripted_model_sent(rec: Path) -> None:
     manifest = json.loads((rec / "manifest.json").read_text())
     sent: dict[str, int] = {}
     for entry in manifest["server"]:
+        if not entry["tools"]:
+            continue  # a side request (opencode's title): its calls are never run
         key = "sub" if entry["tag"] == "sub" else "main"
         sent[key] = sent.get(key, 0) + entry["outputs"].count("Call")
     read: dict[str, int] = {}
@@ -226,3 +311,28 @@ def test_recording_compacts_with_every_tool_block_whole(
     results = [m.data.get("toolCallId") for m in view if m.role == "tool"]
     assert sorted(calls) == sorted(r for r in results if r is not None)
     assert len(set(calls)) == len(calls)
+
+
+RUN_STREAMS = [
+    rec / name
+    for rec in RECORDINGS
+    for name in json.loads((rec / "manifest.json").read_text()).get("runStreams", [])
+]
+
+
+@pytest.mark.parametrize(
+    "path", RUN_STREAMS, ids=[f"{p.parent.name}/{p.name}" for p in RUN_STREAMS]
+)
+def test_a_real_stream_no_reader_knows_is_refused(path: Path) -> None:
+    """``opencode run --format json`` (no reader: read the export) exits 3 saying what it
+    looks like, never 0 with lost content."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "compactctl", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 3, proc.stdout
+    assert "the file looks like JSON lines of" in proc.stderr
+    assert "keys: type" in proc.stderr and "sessionID" in proc.stderr

@@ -28,13 +28,16 @@ FORMATS = ROOT / "fixtures" / "formats"
 MISLEADING = FORMATS / "misleading"
 
 REFUSED = {
-    "cursor-agent-described.jsonl": "role: assistant x2, user x1; keys: role x3, message x3",
     "anthropic-agent-events-described.jsonl": "type: session.status_running x1",
-    "droid-stream-described.jsonl": "type: message x2",
     "one-vote.jsonl": "keys: kind x8",
     "dict-content.jsonl": "role: user x1, assistant x1",
     "gemini-contents.jsonl": "keys: role x4, parts x4",
     "notes.json": "a JSON object with keys: title, items",
+    # near-misses of the readers added for issue 17
+    "cursor-like-string-content.jsonl": "keys: role x2, message x2",
+    "telemetry-envelopes.jsonl": "type: page.view x2, page.click x1",
+    "droid-like-content.jsonl": "droid (1 of 3 records match, 2 do not)",
+    "opencode-like-parts.json": "messages are JSON lines of 1 objects; keys: info x1, parts x1",
 }
 """File -> a piece of what the refusal must say the file looks like."""
 
@@ -63,6 +66,30 @@ READ: dict[str, tuple[str, dict[str, int]]] = {
     "qwen-code-described.jsonl": (
         "qwen-code",
         {"prompts": 1, "assistant": 2, "calls": 1, "tool": 1, "errors": 0, "system": 0},
+    ),
+    "cursor-agent-described.jsonl": (
+        "cursor-agent",
+        {"prompts": 1, "assistant": 2, "calls": 1, "tool": 0, "errors": 0, "system": 0},
+    ),
+    "droid-stream-described.jsonl": (
+        "droid",
+        {"prompts": 1, "assistant": 2, "calls": 1, "tool": 1, "errors": 1, "system": 0},
+    ),
+    "copilot-cli-described.jsonl": (
+        "copilot-cli",
+        {"prompts": 2, "assistant": 5, "calls": 4, "tool": 4, "errors": 2, "system": 0},
+    ),
+    "opencode-export-described.json": (
+        "opencode",
+        {"prompts": 2, "assistant": 5, "calls": 4, "tool": 4, "errors": 1, "system": 0},
+    ),
+    "roo-code-api-history-described.json": (
+        "anthropic-messages",
+        {"prompts": 1, "assistant": 3, "calls": 2, "tool": 2, "errors": 1, "system": 0},
+    ),
+    "aider-chat-history-described.md": (
+        "aider",
+        {"prompts": 4, "assistant": 3, "calls": 0, "tool": 0, "errors": 0, "system": 0},
     ),
     "swe-agent-history-only-described.traj": (
         "swe-agent",
@@ -152,10 +179,13 @@ def test_one_vote_names_the_closest_format() -> None:
 
 
 def test_droid_stream_is_not_claude_stream() -> None:
-    lines = (MISLEADING / "droid-stream-described.jsonl").read_text().splitlines()
+    lines = (FORMATS / "droid-stream-described.jsonl").read_text().splitlines()
     records = [json.loads(x) for x in lines]
-    assert detect(records) is None
+    assert detect(records) == "droid"
     assert detect(records[:1]) == "claude-stream"  # one record alone still looks like it
+    found = examine(records)
+    (claude,) = [e for e in found.evidence if e.name == "claude-stream"]
+    assert (claude.strong, claude.stray) == (1, 5)  # its reader would lose five records
 
 
 def test_qwen_code_is_not_claude_code() -> None:

@@ -837,12 +837,18 @@ def test_registry() -> None:
         "anthropic-messages",
         "gemini-cli",
         "qwen-code",
+        "cursor-agent",
+        "copilot-cli",
+        "droid",
+        "opencode",
+        "aider",
         "openhands",
         "swe-agent",
     ]
     for name, fmt in FORMATS.items():
         assert fmt.name == name and fmt.description and fmt.reference
-        assert fmt.to_canonical or fmt.document_to_canonical
+        assert fmt.to_canonical or fmt.document_to_canonical or fmt.text_to_canonical
+    assert FORMATS["aider"].text_to_canonical is not None
     assert FORMATS["openhands"].to_canonical is None
     assert FORMATS["swe-agent"].document_to_canonical is swe_agent.document_to_canonical
     records = list(read_jsonl(SAMPLES / "small-s1.canonical.jsonl"))
