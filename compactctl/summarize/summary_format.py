@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
@@ -688,7 +688,11 @@ def _join(segments: list[list[str] | _Unit]) -> str:
     return "\n".join(out)
 
 
-def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) -> str:
+def truncate_at_bullet(
+    text: str,
+    max_chars: int = DEFAULT_MAX_SUMMARY_CHARS,
+    keep: Callable[[str], bool] | None = None,
+) -> str:
     """Cut a summary to at most ``max_chars`` characters at bullet boundaries.
 
     Works on both formats (a ``<summary>`` text, or a ``[compact_summary]`` display
@@ -703,8 +707,12 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
     3. the longest remaining bullet is shortened with ``…``, to no less than
        :data:`MIN_BULLET_CHARS` characters; repeat.
 
-    If the skeleton (tags, headings and one shortened bullet per section) is itself longer
-    than ``max_chars``, that skeleton is returned: longer than asked, but still valid.
+    A bullet for which ``keep(bullet text)`` is true (e.g. one quoting a pinned user
+    constraint) is never dropped nor shortened.
+
+    If the skeleton (tags, headings, kept bullets and one shortened bullet per section) is
+    itself longer than ``max_chars``, that skeleton is returned: longer than asked, but still
+    valid.
     The default maximum, 1200, is NeoCode's compact protocol's ``max_summary_chars``.
 
     >>> text = "[compact_summary]\\n\\ndone:\\n- a\\n- bbbbbbbbbb\\n\\nin_progress:\\n- c"
@@ -717,6 +725,12 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         return text
     segments, groups, analysis_group = _split_for_truncation(text)
     total = len(text)
+    protected = (
+        {id(u) for g in groups for u in g.units if keep("\n".join(u.lines))} if keep else set()
+    )
+
+    def droppable(g: _Group) -> list[_Unit]:
+        return [u for u in g.kept() if id(u) not in protected]
 
     def drop(unit: _Unit) -> None:
         nonlocal total
@@ -732,14 +746,19 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         candidates = [
             (sum(u.size for u in g.kept()), index)
             for index, g in enumerate(groups)
-            if index != analysis_group and len(g.kept()) > max(g.min_keep, 1)
+            if index != analysis_group and len(g.kept()) > max(g.min_keep, 1) and droppable(g)
         ]
         if not candidates:
             break
         _, index = max(candidates)
-        drop(groups[index].kept()[-1])
+        drop(droppable(groups[index])[-1])
     while total > max_chars:
-        kept = [u for g in groups for u in g.kept() if u.size > MIN_BULLET_CHARS]
+        kept = [
+            u
+            for g in groups
+            for u in g.kept()
+            if u.size > MIN_BULLET_CHARS and id(u) not in protected
+        ]
         if not kept:
             break
         longest = max(kept, key=lambda u: u.size)
