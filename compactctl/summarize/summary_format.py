@@ -60,6 +60,7 @@ __all__ = [
     "render_display",
     "render_sections",
     "render_task_state",
+    "resume_text",
     "section_key",
     "truncate_at_bullet",
     "validate_display",
@@ -774,3 +775,58 @@ def truncate_at_bullet(
         total -= before - after
         longest.lines = lines
     return _join(segments)
+
+
+# --------------------------------------------------------------------------- resuming
+
+#: The first words of every summary as an agent resumes from it (:func:`resume_text`).
+RESUME_PREAMBLE = "This session continues from a compacted conversation"
+
+
+def resume_text(summary_text: str, transcript_path: str | None = None) -> str:
+    """A summary framed for the agent that resumes from it (issue 15, point 12).
+
+    The agent receives the summary in place of the messages it replaces; a bare user
+    message starting with ``<analysis>`` reads like a request. So, as Claude Code's
+    continuation message does, the text says that the session continues from a compacted
+    conversation, where the full transcript is (when ``transcript_path`` is given), and
+    to continue from the summary and the messages after it. The ``<analysis>`` block of a
+    ``sections`` summary (the summarizer's notes) is left out; the ``<summary>`` block,
+    and a ``task-state`` JSON answer, follow whole.
+
+    Args:
+        summary_text: a ``summaryText`` or a tier of either format.
+        transcript_path: the transcript's path, or ``None`` (``-``, stdin, is not named).
+
+    Returns:
+        The framed text: the preamble paragraph, a blank line, the summary.
+
+    >>> print(resume_text("<analysis>\\nnotes\\n</analysis>\\n\\n<summary>\\n### Primary Request\\n"
+    ...                   "- fix it\\n</summary>", "/tmp/s.jsonl").split("\\n\\n", 1)[1])
+    <summary>
+    ### Primary Request
+    - fix it
+    </summary>
+    """
+    body = summary_text
+    match = _ANALYSIS_RE.search(body)
+    if match is not None and "<summary>" in body[match.end() :]:
+        body = (body[: match.start()] + body[match.end() :]).strip()
+    where = (
+        f"; the full transcript is at {transcript_path}"
+        if transcript_path and transcript_path != "-"
+        else ""
+    )
+    preamble = (
+        f"{RESUME_PREAMBLE}: the summary below replaces its earlier messages{where}. "
+        + (
+            "Read it there when you need an exact detail the summary leaves out (a code "
+            "snippet, an error message, a command's output). "
+            if where
+            else ""
+        )
+        + "Continue the work from the summary and the messages after it, with the user's "
+        "latest request and the next step it names; do not ask the user to repeat what "
+        "the summary already says."
+    )
+    return f"{preamble}\n\n{body}"

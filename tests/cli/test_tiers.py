@@ -11,7 +11,7 @@ from compactctl.formats.reader import load
 from compactctl.layers.tiers import TIER_BUDGETS, derive_tiers
 from compactctl.model import SummaryEvent
 from compactctl.replay import replay
-from compactctl.summarize.summary_format import validate_sections
+from compactctl.summarize.summary_format import resume_text, validate_sections
 from compactctl.tokens import TokenCounter
 from tests.helpers import SAMPLES, run_cli
 
@@ -65,7 +65,10 @@ def test_tiers_after_compact_budgets_idempotence_and_replay(tmp_path: Path):
         == 0
     )
     msgs = [orjson.loads(x) for x in out.read_bytes().splitlines()]
-    assert [m["content"] for m in msgs if "summaryOf" in m] == [new.tiers["L0"]]
+    # framed for the resuming agent, with the transcript's path
+    framed = resume_text(new.tiers["L0"], str(path.resolve()))
+    assert [m["content"] for m in msgs if "summaryOf" in m] == [framed]
+    assert framed.endswith("\n\n" + new.tiers["L0"]) and str(path.resolve()) in framed
     # the store holds the tiers
     with sqlite3.connect(db) as conn:
         row = conn.execute("select l0, l1, l2 from tiered_summaries").fetchone()
