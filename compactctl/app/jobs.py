@@ -254,7 +254,8 @@ def _write(
     if out.materialize:
         view = replay(session.events + new, tier=out.tier)
         result["written"] = target or STDIN
-        return result, write_output(target or STDIN, materialized_lines(view, out.as_format))
+        lines = materialized_lines(view, out.as_format, None if stream else os.path.abspath(path))
+        return result, write_output(target or STDIN, lines)
     if target is not None or stream:
         dest = target or STDIN
         size = write_output(dest, dump_events(session.events + new))

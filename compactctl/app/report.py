@@ -299,7 +299,8 @@ def _tiers_line(r: dict[str, Any]) -> str:
     if not r["changed"]:
         return _unchanged(r, r.get("reason") or "nothing to do")
     sizes = ", ".join(f"{k} {v}" for k, v in sorted(r["tiers"].items()))
-    what = f"tiers ({sizes} tokens, {r['tokenizer']}); replay shows {r['selectedTier']}"
+    shown = r["selectedTier"] or "the whole summary (the context does not need a tier)"
+    what = f"tiers ({sizes} tokens, {r['tokenizer']}); replay shows {shown}"
     return f"{r['path']}: {_verb(r, 'added', 'would add')} {what}"
 
 

@@ -13,8 +13,15 @@ from compactctl.model import Message, dumps
 __all__ = ["materialized_lines", "openai_messages", "to_openai"]
 
 
-def materialized_lines(view: list[Message], as_format: str) -> Iterator[bytes]:
+def materialized_lines(
+    view: list[Message], as_format: str, transcript_path: str | None = None
+) -> Iterator[bytes]:
     """The effective context as JSONL: canonical messages, or OpenAI Chat Completions ones.
+
+    This is what a resuming agent is given, so a summary is framed for it
+    (:func:`~compactctl.summarize.summary_format.resume_text`: the session continues from a
+    compacted conversation, the full transcript is at ``transcript_path``), never a bare
+    user message starting with ``<analysis>``.
 
     With ``openai``, tool results and tool calls left unpaired by the *input* (replay never
     splits a tool block, but a transcript may already hold an orphan) are left out, since
@@ -24,11 +31,22 @@ def materialized_lines(view: list[Message], as_format: str) -> Iterator[bytes]:
     Raises:
         UsageError: an unknown ``as_format``.
     """
+    if as_format not in ("canonical", "openai"):
+        raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
+    view = [_framed(m, transcript_path) if "summaryOf" in m.data else m for m in view]
     if as_format == "canonical":
         return dump_events(view)
     if as_format == "openai":
         return (dumps(msg) + b"\n" for msg in openai_messages(view))
     raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
+
+
+def _framed(m: Message, transcript_path: str | None) -> Message:
+    from compactctl.summarize.summary_format import resume_text
+
+    framed = m.evolve(content=resume_text(m.text, transcript_path))
+    assert isinstance(framed, Message)
+    return framed
 
 
 def openai_messages(view: list[Message]) -> list[dict[str, Any]]:

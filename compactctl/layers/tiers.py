@@ -38,8 +38,13 @@ like ``user_constraints``; a bullet that states one in words ("do not", "don't",
 So "keep the fix inside config.py" found under Problem Solving outranks the context around
 it.
 
-Selection (:func:`derive_tiers`): bullets sorted by priority, ties in canonical order
-(section order of :data:`~compactctl.summarize.summary_format.SECTIONS` or field order of
+Every tier is a valid document of its format (``sections``: all ten headings; ``task-state``:
+a whole ``{"task_state", "display_summary"}`` answer) and carries the goal, every user
+constraint and the next step, whatever its budget (issue 15, point 13).
+
+Selection (:func:`derive_tiers`): the required bullets first, then the others sorted by
+priority, ties in canonical order (section order of
+:data:`~compactctl.summarize.summary_format.SECTIONS` or field order of
 :data:`~compactctl.summarize.summary_format.TASK_STATE_FIELDS`, then bullet order). Tiers are built
 smallest first; each larger tier starts from the bullets of the smaller one, then adds the
 others greedily, so L0 ⊆ L1 ⊆ L2 by bullets always holds. A bullet is added when the whole
@@ -72,6 +77,7 @@ from compactctl.model import Event, Message, SummaryEvent, event_from_dict
 from compactctl.session import Session
 from compactctl.summarize import Summarizer, SummaryFormat, SummaryRequest, SummaryResult
 from compactctl.summarize.summary_format import (
+    DISPLAY_MARKER,
     SECTIONS,
     TASK_STATE_FIELDS,
     TASK_STATE_STRING_FIELDS,
@@ -94,6 +100,7 @@ __all__ = [
     "TASK_STATE_PRIORITY",
     "TIERS",
     "TIER_BUDGETS",
+    "TIER_DISPLAY",
     "TiersLayer",
     "TiersOptions",
     "TiersReport",
@@ -290,24 +297,22 @@ def _units(summary_text: str, fmt: SummaryFormat) -> list[_Unit]:
 
 
 def _render_sections(units: Sequence[_Unit]) -> str:
-    """``<analysis>`` (when chosen) and a ``<summary>`` with only the non-empty sections."""
-    blocks: list[str] = []
+    """``<analysis>`` (when chosen) and a ``<summary>`` with all ten sections in canonical
+    order, those without a chosen bullet as their heading alone, so that the tier passes
+    :func:`~compactctl.summarize.summary_format.validate_sections`."""
     analysis = ""
-    current = ""
+    chosen: dict[str, list[str]] = {name: [] for name in SECTIONS}
     for unit in units:
         if not unit.key:
             analysis = f"<analysis>\n{unit.text}\n</analysis>\n\n"
-            continue
-        if unit.key != current:
-            blocks.append(f"### {unit.key}")
-            current = unit.key
-        blocks[-1] += "\n- " + unit.text.strip().replace("\n", "\n  ")
-    body = "".join(block + "\n\n" for block in blocks).removesuffix("\n")
-    return f"{analysis}<summary>\n{body}</summary>"
+        else:
+            chosen[unit.key].append("- " + unit.text.strip().replace("\n", "\n  "))
+    body = "\n\n".join("\n".join([f"### {name}", *chosen[name]]) for name in SECTIONS)
+    return f"{analysis}<summary>\n{body}\n</summary>"
 
 
 def _render_state(units: Sequence[_Unit]) -> str:
-    """Compact JSON of the chosen fields, in field order; empty fields are left out."""
+    """The task-state answer of the chosen items (:func:`_state_json`)."""
     state: dict[str, Any] = {}
     for unit in units:
         if unit.key in TASK_STATE_STRING_FIELDS:
@@ -317,10 +322,34 @@ def _render_state(units: Sequence[_Unit]) -> str:
     return _state_json(state)
 
 
+#: The display summary of a derived ``task-state`` tier: it points to the state instead of
+#: repeating it (the summary's own display summary would double the tier's size), and it
+#: makes the tier a valid answer of NeoCode's compact protocol.
+TIER_DISPLAY = "\n\n".join(
+    [
+        DISPLAY_MARKER,
+        "done:\n- see task_state.progress",
+        "in_progress:\n- see task_state.open_items and task_state.next_step",
+        "decisions:\n- see task_state.decisions",
+        "code_changes:\n- see task_state.key_artifacts",
+        "constraints:\n- see task_state.user_constraints",
+    ]
+)
+
+
 def _state_json(state: Mapping[str, Any]) -> str:
-    """``state`` as compact JSON in field order, blank strings and empty lists left out."""
-    kept = {f: state[f] for f in TASK_STATE_FIELDS if f in state and _filled(state[f])}
-    return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+    """A complete task-state answer ``{"task_state": {...}, "display_summary": ...}`` as
+    compact JSON: every field of ``state`` in field order (a missing one blank or empty),
+    and :data:`TIER_DISPLAY`. It passes
+    :func:`~compactctl.summarize.summary_format.parse_task_state`."""
+    full = {
+        f: state.get(f) or ("" if f in TASK_STATE_STRING_FIELDS else []) for f in TASK_STATE_FIELDS
+    }
+    return json.dumps(
+        {"task_state": full, "display_summary": TIER_DISPLAY},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _filled(value: Any) -> bool:
@@ -328,6 +357,18 @@ def _filled(value: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- tiers
+
+
+def _required(unit: _Unit, kind: SummaryFormat) -> bool:
+    """A bullet every tier carries, whatever its budget (issue 15, point 13): the goal, the
+    user's constraints and the next step. ``sections``: the first bullet of Primary Request
+    and of Optional Next Step, and every ``Constraint:`` bullet; ``task-state``: ``goal``,
+    ``next_step`` and every ``user_constraints`` item."""
+    if kind == "task-state":
+        return unit.key in ("goal", "next_step", "user_constraints")
+    if unit.key in ("Primary Request", "Optional Next Step") and unit.position[1] == 0:
+        return True
+    return bool(unit.key) and _EXPLICIT_RE.match(unit.text) is not None
 
 
 def derive_tiers(
@@ -348,18 +389,21 @@ def derive_tiers(
         budgets: tokens per tier, ``{"L0": 200, "L1": 1000, "L2": 3000}`` by default.
 
     Returns:
-        ``{"L0": text, "L1": text, "L2": text}``, each counting at most its budget in tokens,
-        except that a tier with no bullet at all (every bullet alone is over the budget) is
-        the empty skeleton, which may not be. A summary that already fits a tier's budget is
-        that tier, unchanged (usually L2). Otherwise:
+        ``{"L0": text, "L1": text, "L2": text}``, each a valid document of its format and
+        counting at most its budget in tokens, except that the required bullets
+        (:func:`_required`: the goal, every constraint, the next step) are in every tier
+        even when they alone are over the budget. A summary that already fits a tier's
+        budget is that tier, unchanged (usually L2). Otherwise:
 
-        - ``sections``: the non-empty sections in canonical order, each ``### Name`` with
-          its ``- `` bullets, inside ``<summary>...</summary>``; an ``<analysis>`` block
-          only in L2, when it fits. :func:`parse_tier` reads it back.
-        - ``task-state``: the compact JSON object of the kept ``task_state`` fields
-          (``{"goal":"...","decisions":["..."]}``; fields left empty are omitted; no display
-          summary, which repeats the state). :func:`parse_tier` fills the missing fields and
-          validates it as a :class:`~compactctl.summarize.summary_format.TaskState`.
+        - ``sections``: the ten ``### Name`` headings in canonical order inside
+          ``<summary>...</summary>``, each with its chosen ``- `` bullets (a section with
+          none is its heading alone); an ``<analysis>`` block only in L2, when it fits. It
+          passes :func:`~compactctl.summarize.summary_format.validate_sections`.
+        - ``task-state``: a complete answer ``{"task_state": {...}, "display_summary":
+          ...}`` as compact JSON: the chosen items, every other field blank or empty, and
+          the display summary :data:`TIER_DISPLAY`, which points to the state instead of
+          repeating it. It passes
+          :func:`~compactctl.summarize.summary_format.parse_task_state`.
 
         Every bullet of L0 is in L1, and every bullet of L1 is in L2. Deterministic.
 
@@ -378,11 +422,9 @@ def derive_tiers(
     ... )
     >>> tiers = derive_tiers(text, "sections", TokenCounter("estimate"), {
     ...     "L0": 30, "L1": 30, "L2": 1000})
-    >>> print(tiers["L0"])
-    <summary>
-    ### Primary Request
-    - fix the pager
-    </summary>
+    >>> tiers["L0"].splitlines()[:3]
+    ['<summary>', '### Primary Request', '- fix the pager']
+    >>> validate_sections(tiers["L0"])  # all ten headings: a valid sections text
     >>> tiers["L2"] == text
     True
     """
@@ -394,6 +436,7 @@ def derive_tiers(
     )
     by_priority = sorted(range(len(units)), key=lambda i: (-units[i].priority, units[i].position))
     total = counter.count(summary_text)
+    required = {i for i, unit in enumerate(units) if _required(unit, kind)}
     chosen: set[int] = set()
     tiers: dict[str, str] = {}
     for name in TIERS:
@@ -402,6 +445,7 @@ def derive_tiers(
             tiers[name] = summary_text
             chosen = set(range(len(units)))
             continue
+        chosen |= required
         for index in by_priority:
             if index in chosen or (not units[index].key and name != "L2"):
                 continue
@@ -560,7 +604,9 @@ def redact_tiers(tiers: Mapping[str, str], fmt: str) -> dict[str, str]:
             try:
                 json.loads(new)
             except ValueError:
-                new = _state_json(redact_value(json.loads(text)))
+                data = json.loads(text)
+                state = data.get("task_state", data) if isinstance(data, dict) else {}
+                new = _state_json(redact_value(state))
         out[name] = new
     return out
 
@@ -584,17 +630,20 @@ def plan_tiers(
     The newest summary in the effective context gets L0/L1/L2 (:func:`derive_tiers`, or the
     model rewrite when ``summarizer`` is given) on a new SummaryEvent that supersedes it:
     the same ``replaces`` plus the old summary's uuid, ``tiers``, ``selectedTier`` (what
-    replay shows) and ``supersedes``. A summary that already has tiers gets nothing, unless
-    ``tier`` names another tier than the one it shows: then a superseding event with the
+    replay shows; left out while the whole summary stays shown) and ``supersedes``. A
+    summary that already has tiers gets nothing, unless the tier to show (``tier``, or the
+    ``auto`` choice) is another than the one it shows: then a superseding event with the
     same tiers selects that one.
 
     Args:
         events: the session's events (held in memory).
         counter: counts tier tokens (the session's tiktoken encoding).
         timestamp: RFC 3339 UTC time to record.
-        tier: ``auto``, ``L0``, ``L1`` or ``L2``; ``auto`` uses :func:`select_tier` with the
-            number of messages in the log, and the room left in ``context_window`` when
-            known (window minus the tokens of the effective context without the summary).
+        tier: ``auto``, ``L0``, ``L1`` or ``L2``. ``auto`` with a known window swaps in a
+            tier only when the context needs it: when the whole summary is over
+            :data:`ROOM_SHARE_PERCENT` of the room left (window minus the tokens of the
+            effective context without the summary); then, and without a window, it uses
+            :func:`select_tier` (with the room, or with the number of messages in the log).
         context_window: the window in tokens, or ``None``.
         summarizer: rewrite L1 and L0 with this model (validated), or ``None``.
         budgets: tier budgets in tokens.
@@ -603,7 +652,9 @@ def plan_tiers(
 
     Returns:
         ``(event, report)``; report: ``{"summary", "tiers": {L: tokens}, "selectedTier",
-        "reason"}``.
+        "reason", "note"}``. ``selectedTier`` is ``None`` when the whole summary stays
+        shown (the event then records the tiers without ``selectedTier``; ``note`` says
+        why).
 
     Raises:
         UsageError: an unknown ``tier``.
@@ -616,23 +667,20 @@ def plan_tiers(
     log = list(events)
     view = replay(log)
     current = next((m for m in reversed(view) if "summaryOf" in m.data), None)
-    report: dict[str, Any] = {"summary": None, "tiers": None, "selectedTier": None, "reason": None}
+    report: dict[str, Any] = {
+        "summary": None,
+        "tiers": None,
+        "selectedTier": None,
+        "reason": None,
+        "note": None,
+    }
     if current is None:
         report["reason"] = "no summary yet: run compactctl compact first"
         return None, report
     old = next(e for e in log if isinstance(e, SummaryEvent) and e.uuid == current.uuid)
     report["summary"] = old.uuid
+    current_tier = old.data.get("selectedTier") if old.tiers else None
     if old.tiers:
-        sizes = {k: counter.count(v) for k, v in old.tiers.items()}
-        current_tier = old.data.get("selectedTier")
-        if tier in ("auto", current_tier):
-            report.update(
-                tiers=sizes,
-                selectedTier=current_tier,
-                reason=f"the newest summary already has tiers (showing {current_tier}); "
-                "pass --tier L0, L1 or L2 to show another",
-            )
-            return None, report
         tiers = dict(old.tiers)  # re-select: the same tiers, another one shown
     else:
         fmt = str(old.data.get("format") or "sections")
@@ -641,34 +689,55 @@ def plan_tiers(
             tiers = rewrite_tiers_with_model(summarizer, tiers, counter, budgets, fmt=fmt)
         if redact:
             tiers = redact_tiers(tiers, fmt)
-        sizes = {k: counter.count(v) for k, v in tiers.items()}
+    sizes = {k: counter.count(v) for k, v in tiers.items()}
+    note = None
+    chosen: str | None = tier
     if tier == "auto":
         messages = sum(1 for e in log if isinstance(e, Message))
         room = None
         if context_window:
             rest = [m for m in view if m.uuid != current.uuid]
             room = max(0, context_window - prompt_tokens(rest, counter))
-        chosen = select_tier(
-            messages, context_window=context_window, room_tokens=room, tier_tokens=sizes
+        full = counter.count(old.summary_text)
+        if room is not None and full * 100 <= room * ROOM_SHARE_PERCENT:
+            # the context does not need a smaller tier: the whole summary stays shown
+            chosen = None
+            note = (
+                f"the whole summary ({full} tokens) fits in {ROOM_SHARE_PERCENT}% of the "
+                f"{room} tokens free in the {context_window}-token window, so no tier is "
+                "swapped in (pass --tier L0, L1 or L2 to show one)"
+            )
+        else:
+            chosen = select_tier(
+                messages, context_window=context_window, room_tokens=room, tier_tokens=sizes
+            )
+    if old.tiers and chosen == current_tier:
+        shown = current_tier or "the whole summary"
+        report.update(
+            tiers=sizes,
+            selectedTier=current_tier,
+            reason=f"the newest summary already has tiers (showing {shown})"
+            + (f"; {note}" if note else "; pass --tier L0, L1 or L2 to show another"),
         )
-    else:
-        chosen = tier
+        return None, report
     key = orjson.dumps(
         {"supersedes": old.uuid, "tiers": sizes, "selected": chosen}, option=orjson.OPT_SORT_KEYS
     ).decode()
     data = dict(old.data)
+    data.pop("selectedTier", None)
     data.update(
         uuid=str(uuidlib.uuid5(NAMESPACE, "tiers:" + key)),
         replaces=[*old.replaces, old.uuid],
         supersedes=old.uuid,
         tiers=tiers,
-        selectedTier=chosen,
         tierTokens=sizes,
         timestamp=timestamp,
     )
+    if chosen is not None:
+        data["selectedTier"] = chosen
     event = event_from_dict(data)
     assert isinstance(event, SummaryEvent)
-    report.update(tiers=sizes, selectedTier=chosen)
+    report.update(tiers=sizes, selectedTier=chosen, note=note)
     return event, report
 
 

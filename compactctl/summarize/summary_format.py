@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
@@ -60,6 +60,7 @@ __all__ = [
     "render_display",
     "render_sections",
     "render_task_state",
+    "resume_text",
     "section_key",
     "truncate_at_bullet",
     "validate_display",
@@ -688,7 +689,11 @@ def _join(segments: list[list[str] | _Unit]) -> str:
     return "\n".join(out)
 
 
-def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) -> str:
+def truncate_at_bullet(
+    text: str,
+    max_chars: int = DEFAULT_MAX_SUMMARY_CHARS,
+    keep: Callable[[str], bool] | None = None,
+) -> str:
     """Cut a summary to at most ``max_chars`` characters at bullet boundaries.
 
     Works on both formats (a ``<summary>`` text, or a ``[compact_summary]`` display
@@ -703,8 +708,12 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
     3. the longest remaining bullet is shortened with ``…``, to no less than
        :data:`MIN_BULLET_CHARS` characters; repeat.
 
-    If the skeleton (tags, headings and one shortened bullet per section) is itself longer
-    than ``max_chars``, that skeleton is returned: longer than asked, but still valid.
+    A bullet for which ``keep(bullet text)`` is true (e.g. one quoting a pinned user
+    constraint) is never dropped nor shortened.
+
+    If the skeleton (tags, headings, kept bullets and one shortened bullet per section) is
+    itself longer than ``max_chars``, that skeleton is returned: longer than asked, but still
+    valid.
     The default maximum, 1200, is NeoCode's compact protocol's ``max_summary_chars``.
 
     >>> text = "[compact_summary]\\n\\ndone:\\n- a\\n- bbbbbbbbbb\\n\\nin_progress:\\n- c"
@@ -717,6 +726,12 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         return text
     segments, groups, analysis_group = _split_for_truncation(text)
     total = len(text)
+    protected = (
+        {id(u) for g in groups for u in g.units if keep("\n".join(u.lines))} if keep else set()
+    )
+
+    def droppable(g: _Group) -> list[_Unit]:
+        return [u for u in g.kept() if id(u) not in protected]
 
     def drop(unit: _Unit) -> None:
         nonlocal total
@@ -732,14 +747,19 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         candidates = [
             (sum(u.size for u in g.kept()), index)
             for index, g in enumerate(groups)
-            if index != analysis_group and len(g.kept()) > max(g.min_keep, 1)
+            if index != analysis_group and len(g.kept()) > max(g.min_keep, 1) and droppable(g)
         ]
         if not candidates:
             break
         _, index = max(candidates)
-        drop(groups[index].kept()[-1])
+        drop(droppable(groups[index])[-1])
     while total > max_chars:
-        kept = [u for g in groups for u in g.kept() if u.size > MIN_BULLET_CHARS]
+        kept = [
+            u
+            for g in groups
+            for u in g.kept()
+            if u.size > MIN_BULLET_CHARS and id(u) not in protected
+        ]
         if not kept:
             break
         longest = max(kept, key=lambda u: u.size)
@@ -755,3 +775,58 @@ def truncate_at_bullet(text: str, max_chars: int = DEFAULT_MAX_SUMMARY_CHARS) ->
         total -= before - after
         longest.lines = lines
     return _join(segments)
+
+
+# --------------------------------------------------------------------------- resuming
+
+#: The first words of every summary as an agent resumes from it (:func:`resume_text`).
+RESUME_PREAMBLE = "This session continues from a compacted conversation"
+
+
+def resume_text(summary_text: str, transcript_path: str | None = None) -> str:
+    """A summary framed for the agent that resumes from it (issue 15, point 12).
+
+    The agent receives the summary in place of the messages it replaces; a bare user
+    message starting with ``<analysis>`` reads like a request. So, as Claude Code's
+    continuation message does, the text says that the session continues from a compacted
+    conversation, where the full transcript is (when ``transcript_path`` is given), and
+    to continue from the summary and the messages after it. The ``<analysis>`` block of a
+    ``sections`` summary (the summarizer's notes) is left out; the ``<summary>`` block,
+    and a ``task-state`` JSON answer, follow whole.
+
+    Args:
+        summary_text: a ``summaryText`` or a tier of either format.
+        transcript_path: the transcript's path, or ``None`` (``-``, stdin, is not named).
+
+    Returns:
+        The framed text: the preamble paragraph, a blank line, the summary.
+
+    >>> print(resume_text("<analysis>\\nnotes\\n</analysis>\\n\\n<summary>\\n### Primary Request\\n"
+    ...                   "- fix it\\n</summary>", "/tmp/s.jsonl").split("\\n\\n", 1)[1])
+    <summary>
+    ### Primary Request
+    - fix it
+    </summary>
+    """
+    body = summary_text
+    match = _ANALYSIS_RE.search(body)
+    if match is not None and "<summary>" in body[match.end() :]:
+        body = (body[: match.start()] + body[match.end() :]).strip()
+    where = (
+        f"; the full transcript is at {transcript_path}"
+        if transcript_path and transcript_path != "-"
+        else ""
+    )
+    preamble = (
+        f"{RESUME_PREAMBLE}: the summary below replaces its earlier messages{where}. "
+        + (
+            "Read it there when you need an exact detail the summary leaves out (a code "
+            "snippet, an error message, a command's output). "
+            if where
+            else ""
+        )
+        + "Continue the work from the summary and the messages after it, with the user's "
+        "latest request and the next step it names; do not ask the user to repeat what "
+        "the summary already says."
+    )
+    return f"{preamble}\n\n{body}"

@@ -8,9 +8,10 @@ from pathlib import Path
 import orjson
 
 from compactctl.formats.reader import load
-from compactctl.layers.tiers import TIER_BUDGETS
+from compactctl.layers.tiers import TIER_BUDGETS, derive_tiers
 from compactctl.model import SummaryEvent
 from compactctl.replay import replay
+from compactctl.summarize.summary_format import resume_text, validate_sections
 from compactctl.tokens import TokenCounter
 from tests.helpers import SAMPLES, run_cli
 
@@ -30,14 +31,18 @@ def test_tiers_after_compact_budgets_idempotence_and_replay(tmp_path: Path):
     assert new.data["supersedes"] == old.uuid
     assert new.replaces == [*old.replaces, old.uuid]
     counter = TokenCounter(f["tokenizer"])
+    # the goal, the constraints and the next step are in every tier, even over its budget
+    floor = derive_tiers(old.summary_text, "sections", counter, {"L0": 1, "L1": 1, "L2": 1})
     for tier, budget in TIER_BUDGETS.items():
-        assert 0 < counter.count(new.tiers[tier]) <= budget
+        assert 0 < counter.count(new.tiers[tier]) <= max(budget, counter.count(floor["L0"]))
         assert f["tiers"][tier] == counter.count(new.tiers[tier])
+        validate_sections(new.tiers[tier])
     assert counter.count(new.tiers["L0"]) < counter.count(new.tiers["L1"])
-    # replay shows the selected tier, once, in place of the old summary
+    # the 200k-token window has room for the whole summary: no tier is swapped in
+    assert f["selectedTier"] is None and "selectedTier" not in new.data
     view = replay(events)
     shown = [m for m in view if "summaryOf" in m.data]
-    assert len(shown) == 1 and shown[0].content == new.tiers[new.data["selectedTier"]]
+    assert len(shown) == 1 and shown[0].content == old.summary_text
     l0_view = [m.content for m in replay(events, tier="L0") if "summaryOf" in m.data]
     assert l0_view == [new.tiers["L0"]]
     # inspect --tier counts the effective context with that tier
@@ -60,7 +65,10 @@ def test_tiers_after_compact_budgets_idempotence_and_replay(tmp_path: Path):
         == 0
     )
     msgs = [orjson.loads(x) for x in out.read_bytes().splitlines()]
-    assert [m["content"] for m in msgs if "summaryOf" in m] == [new.tiers["L0"]]
+    # framed for the resuming agent, with the transcript's path
+    framed = resume_text(new.tiers["L0"], str(path.resolve()))
+    assert [m["content"] for m in msgs if "summaryOf" in m] == [framed]
+    assert framed.endswith("\n\n" + new.tiers["L0"]) and str(path.resolve()) in framed
     # the store holds the tiers
     with sqlite3.connect(db) as conn:
         row = conn.execute("select l0, l1, l2 from tiered_summaries").fetchone()

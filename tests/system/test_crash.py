@@ -270,9 +270,12 @@ def _fixture_bad_lines(fixture: bytes) -> set[int]:
     }
 
 
-def _output_records(path: Path) -> list[dict[str, Any]]:
+def _output_records(path: Path, src: Path) -> list[dict[str, Any]]:
+    """The records of an output, normalised; a materialized summary names the transcript's
+    path (the frame for the resuming agent), which differs between trials: it reads SRC."""
     data = path.read_bytes()
     assert data.endswith(b"\n"), f"{path} is not complete"
+    data = data.replace(str(src.resolve()).encode(), b"SRC")
     return [_norm(orjson.loads(line)) for line in data.split(b"\n")[:-1]]
 
 
@@ -430,7 +433,7 @@ class Harness:
 def _baseline(h: Harness, sc: Scenario) -> None:
     p = h.calibrate(sc)
     if sc.writes_output:
-        sc.output = _output_records(p.out)
+        sc.output = _output_records(p.out, p.src)
         assert p.temps() == []
     else:
         data = p.src.read_bytes()
@@ -448,7 +451,7 @@ def _exec_baseline(sc: Scenario, base: Path) -> None:
     sc.exec_duration = time.monotonic() - started
     assert r.returncode == 0, r.stderr.decode()
     if sc.writes_output:
-        assert _output_records(p.out) == sc.output
+        assert _output_records(p.out, p.src) == sc.output
     else:
         data = p.src.read_bytes()
         assert _appended(data, sc.fixture) == sc.events
@@ -484,7 +487,7 @@ def _trial(h: Harness, sc: Scenario, n: int, rng: random.Random, tally: Tally) -
         leftovers = p.temps()
         tally.temp_leftovers += len(leftovers)
         if p.out.exists():
-            check(_output_records(p.out) == sc.output, "a killed run left a wrong OUT")
+            check(_output_records(p.out, p.src) == sc.output, "a killed run left a wrong OUT")
         for t in leftovers:
             t.unlink()
     else:
@@ -501,7 +504,7 @@ def _trial(h: Harness, sc: Scenario, n: int, rng: random.Random, tally: Tally) -
     if h.run(sc, p, None, rng) != "ok":
         check(False, f"the re-run failed: {h.child_err()}")
     if sc.writes_output:
-        check(_output_records(p.out) == sc.output, "the re-run's OUT differs")
+        check(_output_records(p.out, p.src) == sc.output, "the re-run's OUT differs")
         check(p.temps() == [], "the re-run left a temporary file")
     else:
         final = p.src.read_bytes()

@@ -288,8 +288,23 @@ def test_against_the_original_for_a_materialized_output(tmp_path: Path):
     assert against.against == str(src)
     assert against.counts.total == direct.counts.total
     assert against.counts.retention == direct.counts.retention
-    assert (against.tokens_before, against.tokens_after) == (direct.tokens_before,
-                                                             direct.tokens_after)  # fmt: skip
+    # the materialized summary is framed for the resuming agent (the session continues
+    # from a compacted conversation; the transcript's path; no <analysis> block): its
+    # tokens differ from the summary's in the log by exactly that frame
+    from compactctl.io.files import read
+    from compactctl.model import SummaryEvent
+    from compactctl.summarize.summary_format import RESUME_PREAMBLE
+    from compactctl.tokens import TokenCounter, message_payload
+
+    (summary,) = [e for e in read(str(log)) if isinstance(e, SummaryEvent)]
+    (framed,) = [e for e in read(str(ctx)) if isinstance(e, Message) and "summaryOf" in e.data]
+    assert framed.text.startswith(RESUME_PREAMBLE) and f"is at {src.resolve()}." in framed.text
+    est = TokenCounter("estimate")
+    frame = est.count(message_payload(framed.data)) - est.count(
+        message_payload({**framed.data, "content": summary.summary_text})
+    )
+    assert against.tokens_before == direct.tokens_before
+    assert against.tokens_after == direct.tokens_after + frame
     # alone, the materialized file has only its kept messages: fewer probes, all kept
     assert alone.counts.total < direct.counts.total and alone.counts.retention == 1.0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from compactctl.errors import UsageError
 from compactctl.layers.tiers import (
     TIER_BUDGETS,
+    TIER_DISPLAY,
     bullet_priority,
     derive_tiers,
     parse_tier,
@@ -22,12 +24,15 @@ from compactctl.summarize.summary_format import (
     DISPLAY_SECTIONS,
     SummaryFormatError,
     parse_sections,
+    parse_task_state,
     render_display,
     render_sections,
     render_task_state,
+    validate_sections,
 )
 from compactctl.tokens import TokenCounter
 from tests.fakes import FakeSummarizer
+from tests.helpers import SAMPLES
 from tests.sessions import load_messages
 
 NAMES = ("small-s1", "messy-s2", "cjk-s3")
@@ -41,6 +46,12 @@ def sample_summary(name: str, fmt: SummaryFormat) -> str:
 
 def bullets(text: str, fmt: str) -> set[tuple[str, str]]:
     return {(key, item) for key, items in parse_tier(text, fmt).items() for item in items}
+
+
+def required_only(summary: str, fmt: str) -> str:
+    """The tier of the required bullets alone (goal, constraints, next step): what every
+    tier carries, even over its budget."""
+    return derive_tiers(summary, fmt, COUNTER, {"L0": 1, "L1": 1, "L2": 1})["L0"]
 
 
 def assert_nested(tiers: dict[str, str], fmt: str) -> None:
@@ -57,9 +68,11 @@ def test_sample_sections_tiers_fit_their_budgets(name: str) -> None:
     assert COUNTER.count(summary) > TIER_BUDGETS["L1"]  # a realistic, long summary
     tiers = derive_tiers(summary, "sections", COUNTER)
     counts = {tier: COUNTER.count(text) for tier, text in tiers.items()}
+    floor = required_only(summary, "sections")
     for tier, budget in TIER_BUDGETS.items():
-        assert counts[tier] <= budget
-        assert bullets(tiers[tier], "sections")
+        assert counts[tier] <= max(budget, COUNTER.count(floor))
+        assert bullets(floor, "sections") <= bullets(tiers[tier], "sections")
+        validate_sections(tiers[tier])  # a valid document of its format
     assert counts["L0"] < counts["L1"] < counts["L2"]
     assert tiers["L2"] == summary  # it fits 3000 tokens: L2 is the summary itself
     assert "<analysis>" not in tiers["L0"] and "<analysis>" not in tiers["L1"]
@@ -73,14 +86,20 @@ def test_sample_sections_tiers_fit_their_budgets(name: str) -> None:
 def test_sample_task_state_tiers_fit_their_budgets(name: str) -> None:
     summary = sample_summary(name, "task-state")
     tiers = derive_tiers(summary, "task-state", COUNTER)
+    floor = required_only(summary, "task-state")
     for tier, budget in TIER_BUDGETS.items():
-        assert COUNTER.count(tiers[tier]) <= budget
+        assert COUNTER.count(tiers[tier]) <= max(budget, COUNTER.count(floor))
         assert bullets(tiers[tier], "task-state")
+        parse_task_state(tiers[tier])  # a valid document of its format
     assert COUNTER.count(tiers["L0"]) < COUNTER.count(tiers["L1"]) <= COUNTER.count(tiers["L2"])
     assert_nested(tiers, "task-state")
-    l0 = json.loads(tiers["L0"])
-    assert l0["goal"] == json.loads(summary)["task_state"]["goal"]
-    assert "decisions" in l0 and len(tiers["L0"]) < len(tiers["L1"])
+    state = json.loads(summary)["task_state"]
+    assert state["user_constraints"] and state["next_step"]
+    for tier in ("L0", "L1"):  # the constraints (the sample has 4 to 6) and the next step
+        t = json.loads(tiers[tier])["task_state"]
+        assert t["goal"] == state["goal"] and t["next_step"] == state["next_step"]
+        assert t["user_constraints"] == state["user_constraints"]
+    assert len(tiers["L0"]) < len(tiers["L1"])
 
 
 def test_derive_is_deterministic() -> None:
@@ -119,7 +138,8 @@ def test_l0_keeps_request_and_decisions_not_problem_solving() -> None:
     assert l0["Decision Rationale"] == ["Decision: slice by screen rows, not by bytes."]
     assert l0["Pending Tasks"] == ["add a test for an empty file"]
     assert l0["Problem Solving"] == []
-    assert "### Problem Solving" not in tiers["L0"]  # empty sections are left out
+    assert "### Problem Solving\n\n###" in tiers["L0"]  # an empty section: its heading
+    validate_sections(tiers["L0"])
     l1 = parse_tier(tiers["L1"], "sections")
     kept = len(l1["Problem Solving"])
     assert 0 < kept < 12  # the first ones, in order, as many as fit
@@ -154,11 +174,14 @@ def test_constraint_bullets_are_raised() -> None:
 
 def test_too_big_bullet_is_skipped_and_the_next_tried() -> None:
     summary = render_sections(
-        {"Primary Request": ["huge " + LONG * 10, "the short one"], "Current Work": ["editing"]}
+        {
+            "Primary Request": ["the request", "huge " + LONG * 10, "the short one"],
+            "Current Work": ["editing"],
+        }
     )
     tiers = derive_tiers(summary, "sections", COUNTER)
     l0 = parse_tier(tiers["L0"], "sections")
-    assert l0["Primary Request"] == ["the short one"]
+    assert l0["Primary Request"] == ["the request", "the short one"]
     assert l0["Current Work"] == ["editing"]
     assert COUNTER.count(tiers["L0"]) <= 200
     assert_nested(tiers, "sections")
@@ -226,16 +249,19 @@ def test_task_state_tiers_by_field_priority() -> None:
         user_constraints=["do not change the CLI flags"],
     )
     tiers = derive_tiers(summary, "task-state", COUNTER)
-    l0 = json.loads(tiers["L0"])
-    assert l0 == {
+    l0 = parse_task_state(tiers["L0"])
+    assert l0.task_state == {
         "goal": "Fix the pager (PAG-12).",
+        "progress": [],
         "open_items": ["add a test for an empty file"],
         "next_step": "run the suite",
+        "blockers": [],
         "key_artifacts": ["viewer.py"],
         "decisions": ["slice by rows"],
         "user_constraints": ["do not change the CLI flags"],
     }
-    assert 0 < len(json.loads(tiers["L1"])["progress"]) < 10
+    assert l0.display_summary == TIER_DISPLAY
+    assert 0 < len(json.loads(tiers["L1"])["task_state"]["progress"]) < 10
     assert tiers["L2"] == summary
     assert parse_tier(tiers["L0"], "task-state")["progress"] == []
     assert parse_tier(tiers["L0"], "task-state")["goal"] == ["Fix the pager (PAG-12)."]
@@ -309,14 +335,55 @@ def test_rewrite_with_model_invalid_answers() -> None:
 
 def test_rewrite_with_model_task_state() -> None:
     summary = state_answer(goal="Fix the pager.", progress=[LONG * 3] * 2, decisions=["rows"])
-    tiers = derive_tiers(summary, "task-state", COUNTER, {"L0": 30, "L1": 100, "L2": 3000})
+    budgets = {"L0": 130, "L1": 200, "L2": 3000}
+    tiers = derive_tiers(summary, "task-state", COUNTER, budgets)
     answer = state_answer(goal="Fix the pager.", decisions=["rows"])
     fake = FakeSummarizer(answer, answer)
-    out = rewrite_tiers_with_model(
-        fake, tiers, COUNTER, {"L0": 30, "L1": 100, "L2": 3000}, fmt="task-state"
-    )
-    assert json.loads(out["L0"]) == {"goal": "Fix the pager.", "decisions": ["rows"]}
+    out = rewrite_tiers_with_model(fake, tiers, COUNTER, budgets, fmt="task-state")
+    l0 = parse_task_state(out["L0"]).task_state
+    assert (l0["goal"], l0["decisions"], l0["progress"]) == ("Fix the pager.", ["rows"], [])
     assert fake.requests[0].prior is not None
     assert fake.requests[0].prior.task_state is not None
     with pytest.raises(SummaryFormatError):
         rewrite_tiers_with_model(FakeSummarizer("{}"), tiers, COUNTER, fmt="task-state")
+
+
+# ----------------------------------------------------------------------- plan_tiers
+
+
+def test_tiers_swap_in_a_smaller_tier_only_when_the_context_needs_it(tmp_path: Path) -> None:
+    from compactctl.app.jobs import OutputOptions, compact_path
+    from compactctl.formats.reader import load
+    from compactctl.layers.summary import CompactOptions
+    from compactctl.layers.tiers import plan_tiers
+    from compactctl.model import SummaryEvent
+    from compactctl.replay import replay
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    compact_path(str(path), CompactOptions(force=True), OutputOptions(db=""))
+    _, events = load(str(path))
+    (summary,) = [e for e in events if isinstance(e, SummaryEvent)]
+    full = COUNTER.count(summary.summary_text)
+    # 200k tokens, nearly all free: the whole summary stays (its ledger of commands intact)
+    event, report = plan_tiers(events, counter=COUNTER, timestamp="t", context_window=200_000)
+    assert event is not None and report["selectedTier"] is None
+    assert "selectedTier" not in event.data and set(event.tiers) == {"L0", "L1", "L2"}
+    assert f"the whole summary ({full} tokens) fits" in report["note"]
+    shown = [m.content for m in replay([*events, event]) if "summaryOf" in m.data]
+    assert shown == [summary.summary_text]
+    # run again: nothing to do
+    again, report = plan_tiers([*events, event], counter=COUNTER, timestamp="t",
+                               context_window=200_000)  # fmt: skip
+    assert again is None and "showing the whole summary" in report["reason"]
+    # the same context in a window with little room left: a tier is swapped in
+    rest = [m for m in replay(events) if "summaryOf" not in m.data]
+    from compactctl.app.inspector import prompt_tokens
+
+    tight = prompt_tokens(rest, COUNTER) + 12_000  # 10% of the room: 1,200 tokens
+    swapped, report = plan_tiers([*events, event], counter=COUNTER, timestamp="t",
+                                 context_window=tight)  # fmt: skip
+    assert swapped is not None and report["selectedTier"] == "L1"
+    assert COUNTER.count(swapped.tiers["L1"]) <= 1_200 < full
+    shown = [m.content for m in replay([*events, event, swapped]) if "summaryOf" in m.data]
+    assert shown == [event.tiers["L1"]]

@@ -413,3 +413,19 @@ def test_truncate_display_property(sections: dict[str, list[str]], max_chars: in
         assert len(cut) <= max_chars
     if len(text) <= max_chars:
         assert cut == text
+
+
+def test_resume_text_frames_a_summary_for_the_resuming_agent() -> None:
+    from compactctl.summarize.summary_format import RESUME_PREAMBLE, resume_text
+
+    sections = render_sections({"Primary Request": ["fix the pager"]}, "my notes")
+    framed = resume_text(sections, "/work/s.jsonl")
+    preamble, body = framed.split("\n\n", 1)
+    assert preamble.startswith(RESUME_PREAMBLE + ": the summary below replaces")
+    assert "the full transcript is at /work/s.jsonl." in preamble
+    assert body == sections[sections.index("<summary>") :]  # the notes are left out
+    assert "my notes" not in framed and not framed.startswith("<analysis>")
+    # stdin has no path to name; a task-state answer follows whole
+    answer = '{"task_state": {}, "display_summary": "[compact_summary]"}'
+    framed = resume_text(answer, "-")
+    assert framed.endswith("\n\n" + answer) and "transcript is at" not in framed
