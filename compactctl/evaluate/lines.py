@@ -54,7 +54,7 @@ def open_session(
         InputError: the file cannot be read, or its format is unknown.
         UsageError: ``fmt`` is unknown, or a whole-document format given for JSON lines.
     """
-    from compactctl.formats.reader import _read_input, _to_canonical, check_format
+    from compactctl.formats.reader import check_format, read_input, to_canonical_events
     from compactctl.io.files import READ_ERRORS, open_input, read_error
 
     check_format(fmt)
@@ -62,13 +62,13 @@ def open_session(
         return Session.open(path, fmt, encoding=encoding, context_window=context_window)
     with open_input(path) as stream:
         try:
-            doc, got = _read_input(stream, fmt, lambda blocks: _events(blocks, fmt is None))
+            doc, got = read_input(stream, fmt, lambda blocks: _events(blocks, fmt is None))
         except READ_ERRORS as exc:
             raise read_error(exc, path) from None
     if isinstance(got, _Canonical):
         name, events = "canonical", got.events
     else:
-        name, events = _to_canonical(path, fmt, doc, got)
+        name, events = to_canonical_events(path, fmt, doc, got)
     return Session.from_events(
         events, path, fmt=name, encoding=encoding, context_window=context_window
     )
