@@ -38,7 +38,7 @@ import orjson
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.evaluate.check import string_leaves
 from compactctl.evaluate.probes import Probe
-from compactctl.model import Message
+from compactctl.model import Message, without_surrogates
 
 __all__ = [
     "DIMENSIONS",
@@ -178,6 +178,7 @@ def _complete(model: str, messages: list[dict[str, str]], options: JudgeOptions)
     import litellm
 
     litellm.suppress_debug_info = True  # its "Give Feedback" banner goes to stdout
+    messages, _ = without_surrogates(messages)  # else UTF-8 encoding fails before sending
     kwargs: dict[str, Any] = {"temperature": 0, **options.completion_kwargs}
     try:
         response = litellm.completion(

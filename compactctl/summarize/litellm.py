@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from compactctl.errors import CompactWarning, SummarizerError, UsageError
-from compactctl.model import message_text
+from compactctl.model import message_text, without_surrogates
 from compactctl.summarize import SummaryRequest, SummaryResult
 from compactctl.summarize.redact import redact, redact_request
 from compactctl.summarize.summary_format import (
@@ -400,6 +400,9 @@ class LiteLLMSummarizer:
 
         if self.redact:
             messages = [{**m, "content": redact(m["content"])} for m in messages]
+        # a lone surrogate from the input (half a character) cannot be encoded as UTF-8: the
+        # request would fail before it is sent, on every try (U+FFFD, as in what we write)
+        messages, _ = without_surrogates(messages)
         kwargs: dict[str, Any] = {"temperature": 0, **self.completion_kwargs}
         self.calls += 1
         try:

@@ -17,7 +17,7 @@ import pytest
 
 from compactctl.summarize.summary_format import SECTIONS
 from tests.fakes import judge_grades
-from tests.helpers import run_cli, write_jsonl
+from tests.helpers import SAMPLES, run_cli, write_jsonl
 
 from .secret_corpus import Secret, corpus, transcript
 
@@ -209,3 +209,20 @@ def test_every_case_in_every_place_reaches_no_request(
     assert '"type":"summary"' in appended
     assert _leaks(appended + output) == []
     assert _leaks("\n".join(_store_texts(db))) == []
+
+
+def test_a_lone_surrogate_in_the_session_reaches_the_model_as_fffd(
+    tmp_path: Path, model_server: tuple[str, list[bytes]]
+) -> None:
+    """messy-s2 holds ``"\\ud83d"`` (half an emoji): the request used to fail before it was
+    sent (UTF-8 cannot encode it), on every try, counting toward the breaker (found by a new
+    user through ``serve``)."""
+    base, bodies = model_server
+    session = tmp_path / "messy.jsonl"
+    session.write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
+    assert b"\\ud83d" in session.read_bytes()
+    env = {"OPENAI_API_KEY": "local-test", "OPENAI_BASE_URL": base, "OPENAI_API_BASE": base,
+           "COMPACTCTL_NUM_RETRIES": "0", "COMPACTCTL_TORN_WAIT": "0"}  # fmt: skip
+    _run("compact", "--force", "--model", MODEL, "--db", "", str(session), env=env)
+    assert len(bodies) >= 1
+    assert "\ufffd" in "".join(_strings(json.loads(bodies[0])["messages"]))
