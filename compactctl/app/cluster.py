@@ -90,13 +90,47 @@ def connect(address: str, workers: int | None = None) -> Iterator[Any]:
         return
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address
         raise UsageError(
             f"--dask {address}: cannot reach the scheduler ({exc}); start one with "
             "`dask scheduler` and workers with `dask worker ADDRESS`, or use --dask local"
         ) from None
     with client:
         yield client
+
+
+class InFolder:
+    """A per-file task run in a given working directory (the client's), so that relative
+    PATHS and ``-o`` targets mean on a worker what they mean where the command was typed.
+
+    Picklable (it travels to the workers). Workers are single-threaded per file: the
+    directory is changed for the task and restored after it.
+    """
+
+    def __init__(self, cwd: str, task: Callable[[str], dict[str, Any] | CompactError]) -> None:
+        self.cwd = cwd
+        self.task = task
+
+    def __call__(self, path: str) -> dict[str, Any] | CompactError:
+        try:
+            before = os.getcwd()
+        except OSError:
+            before = None
+        try:
+            os.chdir(self.cwd)
+        except OSError:
+            return InputError(
+                f"the Dask worker has no folder {self.cwd} (the working directory of the "
+                "command): --dask needs the files on a file system the workers share, at the "
+                "same paths",
+                path=path,
+            )
+        try:
+            return self.task(path)
+        finally:
+            if before is not None:
+                with contextlib.suppress(OSError):
+                    os.chdir(before)
 
 
 def cluster_outcomes(
@@ -125,7 +159,8 @@ def cluster_outcomes(
             for i, path in items:
                 # a key of its own per file and run: two runs of one file never share a result
                 key = f"compactctl-{os.getpid()}-{id(pending)}-{i}"
-                pending.append((path, client.submit(task, path, key=key, pure=False)))
+                job = InFolder(os.getcwd(), task)
+                pending.append((path, client.submit(job, path, key=key, pure=False)))
                 return True
             return False
 

@@ -52,8 +52,9 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, Header, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from compactctl.errors import (
     CompactError,
@@ -289,7 +290,10 @@ async def _plain(send: Send, status: int, detail: str) -> None:
 
 
 class CompactBody(BaseModel):
-    """The body of ``POST /api/sessions/{id}/compact``."""
+    """The body of ``POST /api/sessions/{id}/compact`` (unknown keys and values of the wrong
+    type are refused: a misspelt ``"forse"`` must not compact with the defaults)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     cwd: str | None = Field(default=None, description="the session's working directory")
     force: bool = Field(default=True, description="compact whatever the triggers say")
@@ -341,8 +345,10 @@ def create_app(config: ServeConfig) -> Any:
     def authorized(authorization: str | None = Header(default=None)) -> None:
         if not config.token:
             return
-        given = (authorization or "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(given.encode(), config.token.encode()):
+        scheme, _, given = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer":  # the scheme is case-insensitive (RFC 9110 11.1)
+            given = ""
+        if not hmac.compare_digest(given.strip().encode(), config.token.encode()):
             raise HTTPProblem(401, "missing or wrong token: send Authorization: Bearer TOKEN")
 
     app = FastAPI(
@@ -351,6 +357,14 @@ def create_app(config: ServeConfig) -> Any:
         description="Compaction of LLM agent session transcripts on request "
         "(Coding Code's context service API).",
     )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != 'body') or 'body'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        return JSONResponse({"detail": f"bad request body: {problems}"}, status_code=400)
 
     @app.exception_handler(HTTPProblem)
     async def problem(_: Request, exc: HTTPProblem) -> JSONResponse:
@@ -442,7 +456,8 @@ def serve(config: ServeConfig, host: str, port: int, announce: Callable[[str], N
     app = BodyLimit(create_app(config), config.max_body)
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     announce(
-        f"compactctl serve: listening on http://{shown}:{bound} (root {config.root}); "
+        f"compactctl serve: listening on http://{shown}:{bound} (root "
+        f"{os.path.abspath(config.root)}); "
         f"API docs at http://{shown}:{bound}/docs"
     )
     logging = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)

@@ -96,3 +96,24 @@ def test_an_unreachable_scheduler_says_how_to_start_one() -> None:
         cluster.connect("tcp://127.0.0.1:9") as _,
     ):
         pass
+
+
+def test_relative_paths_mean_what_they_mean_here(
+    address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "rel.jsonl").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+
+    def size(path: str) -> dict[str, Any]:
+        return {"path": path, "bytes": os.path.getsize(path), "cwd": os.getcwd()}
+
+    ((path, result),) = list(cluster.cluster_outcomes(["rel.jsonl"], size, address))
+    assert path == "rel.jsonl" and isinstance(result, dict)
+    assert result["bytes"] == 1 and result["cwd"] == str(tmp_path)
+
+
+def test_a_bad_address_is_a_usage_error() -> None:
+    from compactctl.errors import UsageError
+
+    with pytest.raises(UsageError, match="cannot reach the scheduler"), cluster.connect("bogus"):
+        pass

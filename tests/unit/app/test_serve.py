@@ -198,3 +198,21 @@ def test_foreign_format_is_422_and_untouched(root: Path) -> None:
     r = client(root).post("/api/sessions/cc/compact", json={})
     assert r.status_code == 422 and "claude-code transcript" in r.json()["detail"]
     assert (root / "-work-app" / "cc.jsonl").read_bytes() == native
+
+
+@pytest.mark.parametrize(
+    "body", [b"{", b"[]", b'{"cwd": 5}', b'{"forse": true}', b'{"force": "yes"}']
+)
+def test_a_bad_body_is_400_and_compacts_nothing(root: Path, body: bytes) -> None:
+    r = client(root).post("/api/sessions/s2/compact", content=body,
+                          headers={"content-type": "application/json"})  # fmt: skip
+    assert r.status_code == 400 and r.json()["detail"].startswith("bad request body")
+    assert summaries(root / "other/s2.jsonl") == 0
+
+
+def test_the_bearer_scheme_is_case_insensitive(root: Path) -> None:
+    c = client(root, token="s3cret")
+    for header in ("bearer s3cret", "BEARER s3cret", "Bearer  s3cret "):
+        assert c.get("/api/sessions", headers={"Authorization": header}).status_code == 200
+    for header in ("Basic s3cret", "s3cret", "Bearer"):
+        assert c.get("/api/sessions", headers={"Authorization": header}).status_code == 401
