@@ -18,6 +18,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 from compactctl.io.jsonl import BOM
+from compactctl.media import media_rule_for, media_tokens
 from compactctl.model import (
     BadLine,
     CompactEvent,
@@ -30,7 +31,7 @@ from compactctl.model import (
 from compactctl.replay import known_modes, replay
 from compactctl.session import context_window as window_of
 from compactctl.session import encoding_name
-from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, message_payload
+from compactctl.tokens import MESSAGE_OVERHEAD, TokenCounter, message_payload, messages_tokens
 
 __all__ = [
     "Finding",
@@ -71,11 +72,11 @@ search (texts are compared whole only within a bucket, :func:`_repeats`)."""
 def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
     """The prompt estimate of a message list, in tokens.
 
-    Sum over messages of the tokens of :func:`~compactctl.tokens.message_payload` plus
-    ``MESSAGE_OVERHEAD``, plus ``REPLY_PRIMING`` once (OpenAI cookbook counting scheme).
-    Zero for an empty list.
+    Sum over messages of :func:`~compactctl.tokens.message_tokens` (text, images and
+    documents) plus ``MESSAGE_OVERHEAD``, plus ``REPLY_PRIMING`` once (OpenAI cookbook
+    counting scheme). Zero for an empty list.
     """
-    return _prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
+    return _prompt_sum(messages_tokens([m.data for m in messages], counter))
 
 
 def _prompt_sum(counts: list[int]) -> int:
@@ -236,8 +237,9 @@ class InspectAccumulator:
         Per line: its type (``bad``, or the object's ``type``; ``untyped`` when missing or
         not a string) and its findings (a bad line's problem, ``missing-uuid``,
         ``duplicate-uuid``, and those of :func:`reduction_findings`). Per message: its turn,
-        its role's messages, bytes, chars and tokens (of the text
-        :func:`~compactctl.tokens.message_payload` gives), its tool calls; for a tool
+        its role's messages, bytes, chars (of the text
+        :func:`~compactctl.tokens.message_payload` gives) and tokens (of that text, plus its
+        images and documents: :func:`~compactctl.tokens.message_tokens`), its tool calls; for a tool
         result, its tool's row, the largest outputs, the exact repeats, the source's
         ``duplicateBytes`` and the ``tool-result-without-call`` finding.
 
@@ -279,6 +281,8 @@ class InspectAccumulator:
                             self._session = SessionEvent(data, None, line)
                             if counter is None:
                                 counter = TokenCounter(encoding_name(None, self._session.model))
+                            if counter.media_rule is None:
+                                counter.media_rule = media_rule_for(self._session.model)
                     elif t == "compact" or t == "summary":
                         self._reduction(data, line)
                     continue
@@ -309,6 +313,9 @@ class InspectAccumulator:
                 else:
                     size = len(text.encode("utf-8", "surrogatepass"))
                     n = counter.count(text)
+                if content.__class__ is list:  # images and documents (message_tokens)
+                    rule = counter.media_rule or "anthropic"
+                    n += media_tokens(content, rule, counter.count)
                 index = len(counts)
                 counts.append(n)
                 message_lines.append(line)
@@ -481,7 +488,7 @@ class InspectAccumulator:
         # the view's unchanged messages are the input objects: reuse their counts
         known = {id(m): n for m, n in zip(messages, self._counts, strict=True)}
         changed = [m for m in view if id(m) not in known]
-        changed_counts = counter.count_many([message_payload(m.data) for m in changed])
+        changed_counts = messages_tokens([m.data for m in changed], counter)
         known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
         return _prompt_sum([known[id(m)] for m in view]), len(view)
 

@@ -38,7 +38,7 @@ from compactctl.io.files import STDIN
 from compactctl.model import Message
 from compactctl.replay import View
 from compactctl.session import Session
-from compactctl.tokens import TokenCounter, message_payload
+from compactctl.tokens import TokenCounter, messages_tokens
 
 __all__ = [
     "EvalOptions",
@@ -95,10 +95,10 @@ def prompt_sizes(
     """
     from compactctl.app.inspector import prompt_total
 
-    counts = counter.count_many([message_payload(m.data) for m in originals])
+    counts = messages_tokens([m.data for m in originals], counter)
     known = {id(m): n for m, n in zip(originals, counts, strict=True)}
     fresh = [m for m in view if id(m) not in known]
-    fresh_counts = counter.count_many([message_payload(m.data) for m in fresh])
+    fresh_counts = messages_tokens([m.data for m in fresh], counter)
     known.update((id(m), n) for m, n in zip(fresh, fresh_counts, strict=True))
     after = sum(known[id(m)] for m in view)
     return prompt_total(sum(counts), len(counts)), prompt_total(after, len(view))
