@@ -243,7 +243,8 @@ class SummaryEvent(Event):
 
 
 class SessionEvent(Event):
-    """The optional session header (``type: "session"``): ``model``, ``contextWindow``."""
+    """The optional session header (``type: "session"``): ``model``, ``contextWindow``,
+    ``peakPromptTokens``."""
 
     __slots__ = ()
     kind = "session"
@@ -258,6 +259,14 @@ class SessionEvent(Event):
         """The context window in tokens, when recorded."""
         c = self._int("contextWindow")
         return c if c is not None and c > 0 else None
+
+    @property
+    def peak_prompt_tokens(self) -> int | None:
+        """The largest prompt, in tokens, the provider reported for one request of the session
+        (``peakPromptTokens``: input, cache-read and cache-creation tokens of one response's
+        ``usage``), when recorded."""
+        c = self.data.get("peakPromptTokens")
+        return c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
 
 
 class OtherEvent(Event):

@@ -19,6 +19,7 @@ blocks, and loads a large session's tiktoken encoding before its events exist (s
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,11 +36,15 @@ from compactctl.io.files import (
     open_input,
 )
 from compactctl.io.jsonl import BOM
+from compactctl.media import media_rule_for
 from compactctl.model import Event, Message, SessionEvent
 from compactctl.replay import View, replay
 from compactctl.tokens import TokenCounter, context_window_for, encoding_for_model
 
 __all__ = [
+    "CLAUDE_LONG_WINDOW",
+    "CLAUDE_WINDOW",
+    "DEFAULT_CONTEXT_WINDOW",
     "PRELOAD_MIN_BYTES",
     "Session",
     "SessionMeta",
@@ -71,18 +76,79 @@ def session_key(session: SessionEvent | None, path: str) -> str:
     return str(session.data.get("sessionId") or path)
 
 
-def context_window(
-    override: int | None, session: SessionEvent | None, model: str | None
-) -> int | None:
-    """The context window of a session, in tokens: ``override`` (``--context-window`` or its
-    config key), else the ``contextWindow`` the session event records, else litellm's
-    model table for the session's model (:func:`compactctl.tokens.context_window_for`),
-    else ``None`` (unknown: the automatic triggers cannot fire).
+DEFAULT_CONTEXT_WINDOW = 128_000
+"""The window, in tokens, of a session whose model has none known (no ``--context-window``,
+no ``contextWindow`` recorded, not in litellm's model table, not a Claude model): 128k, the
+smallest window of the current coding models (gpt-4o, gpt-4.1-mini's peers, most open-weight
+models served today; Claude has 200k, gpt-5 272k, Gemini 1M), so triggers fire early rather
+than never. A :class:`~compactctl.errors.CompactWarning` says it was assumed."""
+
+CLAUDE_WINDOW = 200_000
+"""The standard context window of every Claude model (Anthropic's models overview), in
+tokens: a Claude model litellm's table does not list gets it."""
+
+CLAUDE_LONG_WINDOW = 1_000_000
+"""The 1M-token context window of Claude models that offer it (Anthropic's context windows
+guide; Claude Code's ``[1m]`` models): a Claude session whose recorded prompt
+(``peakPromptTokens``) passed :data:`CLAUDE_WINDOW`, or whose model name ends in ``[1m]``,
+ran with it."""
+
+_DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+def context_window(override: int | None, session: SessionEvent | None, model: str | None) -> int:
+    """The context window of a session, in tokens, from the first of:
+
+    1. ``override`` (``--context-window`` or its config key);
+    2. the ``contextWindow`` the session event records;
+    3. litellm's model table (:func:`compactctl.tokens.context_window_for`) for the model,
+       without a ``[1m]`` suffix, then without a date suffix (``-20250805``);
+    4. a Claude model the table does not list: :data:`CLAUDE_WINDOW`;
+    5. otherwise :data:`DEFAULT_CONTEXT_WINDOW`, with a
+       :class:`~compactctl.errors.CompactWarning` (said once per model and process).
+
+    For a Claude model (3 and 4), :data:`CLAUDE_LONG_WINDOW` when the model name ends in
+    ``[1m]`` or the session's recorded peak prompt (``peakPromptTokens``) is larger than the
+    window found: a prompt that large could only be sent to the 1M window.
 
     >>> context_window(8000, None, None)
     8000
+    >>> context_window(None, None, "claude-opus-4-1-20250805")
+    200000
+    >>> context_window(None, SessionEvent({"peakPromptTokens": 230000}), "claude-sonnet-4-5")
+    1000000
     """
-    return override or (session.context_window if session else None) or context_window_for(model)
+    if override:
+        return override
+    recorded = session.context_window if session else None
+    if recorded:
+        return recorded
+    name = (model or "").strip()
+    long = name.lower().endswith("[1m]")
+    if long:
+        name = name[:-4]
+    window = context_window_for(name) or context_window_for(_DATE_SUFFIX.sub("", name))
+    if name.rsplit("/", 1)[-1].lower().startswith(("claude", "anthropic.claude")):
+        window = window or CLAUDE_WINDOW
+        peak = session.peak_prompt_tokens if session else None
+        if long or (peak is not None and peak > window):
+            window = max(window, CLAUDE_LONG_WINDOW)
+        return window
+    if window:
+        return window
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    what = f"model {name!r} has no known context window" if name else "no model is recorded"
+    warnings.warn(
+        CompactWarning(
+            f"{what}: assuming {DEFAULT_CONTEXT_WINDOW:,} tokens for the compaction "
+            "triggers (pass --context-window N to set it)"
+        ),
+        stacklevel=2,
+    )
+    return DEFAULT_CONTEXT_WINDOW
 
 
 def encoding_name(override: str | None, model: str | None) -> str:
@@ -103,13 +169,13 @@ class SessionMeta:
     Attributes:
         model: the model the session event records, or ``None``.
         key: :func:`session_key`.
-        context_window: :func:`context_window`, in tokens (``None``: unknown).
+        context_window: :func:`context_window`, in tokens.
         encoding: :func:`encoding_name` (a tiktoken encoding name or ``"estimate"``).
     """
 
     model: str | None
     key: str
-    context_window: int | None
+    context_window: int
     encoding: str
 
 
@@ -221,6 +287,8 @@ class Session:
             path, fmt, list(events), None, encoding=encoding, context_window=context_window
         )
         if counter is not None:
+            if counter.media_rule is None:
+                counter.media_rule = media_rule_for(session.meta.model)
             session.__dict__["counter"] = counter
         return session
 
@@ -257,8 +325,11 @@ class Session:
 
     @cached_property
     def counter(self) -> TokenCounter:
-        """The session's one token counter (its cache is shared by every layer)."""
-        return TokenCounter(self.meta.encoding)
+        """The session's one token counter (its cache is shared by every layer), counting
+        images by the rule of the session model's provider (:func:`media_rule_for`)."""
+        counter = TokenCounter(self.meta.encoding)
+        counter.media_rule = media_rule_for(self.meta.model)
+        return counter
 
     @cached_property
     def messages(self) -> int:

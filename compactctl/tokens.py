@@ -12,6 +12,8 @@
 - The estimate is ``ceil(non-CJK chars / 4) + CJK chars`` (OpenAI's "about 4 characters per
   token" rule of thumb for English; CJK ideographs are about one token each in cl100k_base
   and o200k_base). It is always labelled an estimate where shown.
+- Images and documents count by the providers' published rules, not by their base64 text
+  (:mod:`compactctl.media`; :func:`message_tokens`).
 - Context windows come from, in order: ``--context-window``, the session event, litellm's
   bundled ``model_prices_and_context_window_backup.json`` read as a plain file.
 - The prompt size of a message list (:func:`prompt_tokens`, :func:`prompt_total`,
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from compactctl.media import MediaRule, media_tokens
 from compactctl.text import CJK_LETTERS
 
 if TYPE_CHECKING:
@@ -54,6 +57,8 @@ __all__ = [
     "estimate_tokens",
     "load_encoding",
     "message_payload",
+    "message_tokens",
+    "messages_tokens",
     "prompt_sum",
     "prompt_tokens",
     "prompt_total",
@@ -278,6 +283,9 @@ class TokenCounter:
         # adds a reference, not a copy, except for joined tool-call payloads.
         self._cache: dict[str, int] = {}
         self._enc: Any = None
+        # the image-token rule of the session's provider (compactctl.media): set by whoever
+        # knows the model (Session, inspect); None counts images by the "anthropic" rule
+        self.media_rule: MediaRule | None = None
 
     def _encoder(self) -> Any:
         if self._enc is None:
@@ -476,8 +484,9 @@ def message_payload(data: Mapping[str, Any]) -> str:
     """The text of a message that counts toward the prompt: content text plus tool calls.
 
     Text parts of ``content`` and, for assistant messages, each tool call's name and JSON
-    arguments. Images and opaque parts (thinking signatures, encrypted reasoning) are not
-    text and are not counted here.
+    arguments. Images, documents and opaque parts (thinking signatures, encrypted reasoning)
+    are not text and are not in it: :func:`message_tokens` adds images and documents by the
+    providers' rules (:mod:`compactctl.media`).
     """
     content = data.get("content")
     if isinstance(content, str):
@@ -544,13 +553,14 @@ def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
         counter: counts each payload (exact tiktoken counts, or the chars-based estimate).
 
     Returns:
-        The sum over messages of the tokens of :func:`message_payload` plus
-        :data:`MESSAGE_OVERHEAD`, plus :data:`REPLY_PRIMING` once; 0 for an empty list.
+        The sum over messages of :func:`message_tokens` (the payload's tokens plus images
+        and documents) plus :data:`MESSAGE_OVERHEAD`, plus :data:`REPLY_PRIMING` once; 0 for
+        an empty list.
 
     Raises:
         ValueError: ``counter``'s encoding is unavailable.
     """
-    return prompt_sum(counter.count_many([message_payload(m.data) for m in messages]))
+    return prompt_sum(messages_tokens([m.data for m in messages], counter))
 
 
 def _dumps(value: Any) -> str:
@@ -595,3 +605,30 @@ def context_window_for(model: str | None) -> int | None:
             if isinstance(n, int) and n > 0:
                 return n
     return None
+
+
+def message_tokens(data: Mapping[str, Any], counter: TokenCounter) -> int:
+    """A message's tokens in the prompt: its text (:func:`message_payload`, counted by
+    ``counter``) plus its images and documents (:func:`compactctl.media.media_tokens`, by
+    ``counter.media_rule``), without the per-message overhead.
+
+    >>> message_tokens({"role": "user", "content": [{"type": "text", "text": "abcdefgh"},
+    ...     {"type": "image", "url": "https://example.com/a.png"}]}, TokenCounter("estimate"))
+    1601
+    """
+    return counter.count(message_payload(data)) + _media(data, counter)
+
+
+def messages_tokens(datas: Iterable[Mapping[str, Any]], counter: TokenCounter) -> list[int]:
+    """:func:`message_tokens` of many messages (their texts counted in one
+    :meth:`TokenCounter.count_many`)."""
+    datas = list(datas)
+    counts = counter.count_many([message_payload(d) for d in datas])
+    return [n + _media(d, counter) for d, n in zip(datas, counts, strict=True)]
+
+
+def _media(data: Mapping[str, Any], counter: TokenCounter) -> int:
+    content = data.get("content")
+    if not isinstance(content, list):
+        return 0
+    return media_tokens(content, counter.media_rule or "anthropic", counter.count)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 from compactctl.io.jsonl import BOM
+from compactctl.media import media_rule_for, media_tokens
 from compactctl.model import (
     BadLine,
     CompactEvent,
@@ -29,7 +30,7 @@ from compactctl.model import (
 from compactctl.replay import known_modes, replay
 from compactctl.session import context_window as window_of
 from compactctl.session import encoding_name
-from compactctl.tokens import TokenCounter, message_payload, prompt_sum
+from compactctl.tokens import TokenCounter, message_payload, messages_tokens, prompt_sum
 
 __all__ = [
     "Finding",
@@ -204,8 +205,9 @@ class InspectAccumulator:
         Per line: its type (``bad``, or the object's ``type``; ``untyped`` when missing or
         not a string) and its findings (a bad line's problem, ``missing-uuid``,
         ``duplicate-uuid``, and those of :func:`reduction_findings`). Per message: its turn,
-        its role's messages, bytes, chars and tokens (of the text
-        :func:`~compactctl.tokens.message_payload` gives), its tool calls; for a tool
+        its role's messages, bytes, chars (of the text
+        :func:`~compactctl.tokens.message_payload` gives) and tokens (of that text, plus its
+        images and documents: :func:`~compactctl.tokens.message_tokens`), its tool calls; for a tool
         result, its tool's row, the largest outputs, the exact repeats, the source's
         ``duplicateBytes`` and the ``tool-result-without-call`` finding.
 
@@ -247,6 +249,8 @@ class InspectAccumulator:
                             self._session = SessionEvent(data, None, line)
                             if counter is None:
                                 counter = TokenCounter(encoding_name(None, self._session.model))
+                            if counter.media_rule is None:
+                                counter.media_rule = media_rule_for(self._session.model)
                     elif t == "compact" or t == "summary":
                         self._reduction(data, line)
                     continue
@@ -277,6 +281,9 @@ class InspectAccumulator:
                 else:
                     size = len(text.encode("utf-8", "surrogatepass"))
                     n = counter.count(text)
+                if content.__class__ is list:  # images and documents (message_tokens)
+                    rule = counter.media_rule or "anthropic"
+                    n += media_tokens(content, rule, counter.count)
                 index = len(counts)
                 counts.append(n)
                 message_lines.append(line)
@@ -449,7 +456,7 @@ class InspectAccumulator:
         # the view's unchanged messages are the input objects: reuse their counts
         known = {id(m): n for m, n in zip(messages, self._counts, strict=True)}
         changed = [m for m in view if id(m) not in known]
-        changed_counts = counter.count_many([message_payload(m.data) for m in changed])
+        changed_counts = messages_tokens([m.data for m in changed], counter)
         known.update((id(m), n) for m, n in zip(changed, changed_counts, strict=True))
         return prompt_sum([known[id(m)] for m in view]), len(view)
 

@@ -40,7 +40,7 @@ from compactctl.io.files import STDIN
 from compactctl.model import Message
 from compactctl.replay import View
 from compactctl.session import Session
-from compactctl.tokens import TokenCounter, message_payload
+from compactctl.tokens import TokenCounter, message_payload, message_tokens, messages_tokens
 
 __all__ = [
     "EvalOptions",
@@ -103,7 +103,7 @@ def prompt_sizes(
         return before, before  # nothing replaced or reduced: the same messages
     known = {id(m): n for m, n in zip(originals, counts, strict=True)}
     fresh = [m for m in view if id(m) not in known]
-    fresh_counts = counter.count_many([message_payload(m.data) for m in fresh])
+    fresh_counts = messages_tokens([m.data for m in fresh], counter)
     known.update((id(m), n) for m, n in zip(fresh, fresh_counts, strict=True))
     after = sum(known[id(m)] for m in view)
     return before, prompt_total(after, len(view))
@@ -114,13 +114,16 @@ def _payload_counts(messages: Sequence[Message], counter: TokenCounter) -> list[
     with the chars estimate, a plain ASCII text is counted inline (``(chars + 3) // 4``,
     :func:`~compactctl.tokens.estimate_tokens`), as ``inspect``'s inner loop does."""
     if not counter.is_estimate:
-        return counter.count_many([message_payload(m.data) for m in messages])
+        return messages_tokens([m.data for m in messages], counter)
     count = counter.count
     out = []
     for m in messages:
         data = m.data
         text = data.get("content")
-        if text.__class__ is not str or data.get("toolCalls") is not None:
+        if text.__class__ is not str:  # parts: images and documents count too
+            out.append(message_tokens(data, counter))
+            continue
+        if data.get("toolCalls") is not None:
             text = message_payload(data)
         out.append((len(text) + 3) // 4 if text.isascii() else count(text))
     return out

@@ -9,7 +9,9 @@ as parsed by the caller) while the current branch is found; events are then yiel
 Mapping:
 
 - ``session`` first: ``sessionId``, ``model`` (first assistant ``message.model``), ``cwd``,
-  ``version``, ``gitBranch`` of the first record that has them.
+  ``version``, ``gitBranch`` of the first record that has them; ``peakPromptTokens``, the
+  largest prompt an assistant record's ``usage`` reports on the branch (the context window
+  decision reads it: a Claude session past 200k tokens ran with the 1M window).
 - The current branch: the leaf is the ``leafUuid`` of the last ``last-prompt`` record; if
   conversation records were written after that ``last-prompt`` and descend from its leaf (a
   turn still running), the newest of them; without a usable ``last-prompt``, the newest
@@ -234,6 +236,7 @@ def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:
             model = None
     if session_id is None and model is None:
         return None
+    peak = max((_prompt_tokens(records[i][1]) for i in path), default=0)
     timestamp = next(
         (r["timestamp"] for _, r in records if isinstance(r.get("timestamp"), str)), None
     )
@@ -247,11 +250,25 @@ def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:
     for key in ("cwd", "version", "gitBranch"):
         if isinstance(first.get(key), str):
             event[key] = first[key]
+    if peak:
+        event["peakPromptTokens"] = peak
     if timestamp is not None:
         event["timestamp"] = timestamp
     if line is not None:
         event["sourceLine"] = line
     return {k: v for k, v in event.items() if v is not None}
+
+
+def _prompt_tokens(record: JSON) -> int:
+    """The prompt size an ``assistant`` record's ``message.usage`` reports, in tokens:
+    ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens`` (the Messages
+    API counts these three apart; together they are the whole prompt), 0 without usage."""
+    message = record.get("message")
+    usage = message.get("usage") if isinstance(message, dict) else None
+    if record.get("type") != "assistant" or not isinstance(usage, dict):
+        return 0
+    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    return sum(n for k in keys if isinstance(n := usage.get(k), int) and n > 0)
 
 
 def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:

@@ -147,6 +147,13 @@ class MicroParams:
             service: 120). Not a config key: ``min_chars`` is dedup's.
         head_ratio, tail_ratio: share of the text kept at the start and the end.
         head_max, tail_max: caps on the kept head and tail.
+        keep_lines, keep_chars, line_chars: bounds on the lines kept from the elided middle
+            (errors and tracebacks, ``file:line`` references, test results): at most
+            ``keep_lines`` lines and ``keep_chars`` chars, each line cut at ``line_chars``.
+            40 lines of a compiler's or type checker's 80-120 chars fit 3,000 chars (about
+            750 tokens): an elided output stays under about 4,000 chars (head 600 + tail 300
+            + kept lines + markers), still a tenth of the 40k-char outputs micro compaction
+            mostly meets. Not config keys.
         preserve: tool names whose outputs are never elided (config ``preserve``).
     """
 
@@ -156,17 +163,30 @@ class MicroParams:
     tail_ratio: float = 0.1
     head_max: int = 600
     tail_max: int = 300
+    keep_lines: int = setting(40, key=None)
+    keep_chars: int = setting(3000, key=None)
+    line_chars: int = setting(240, key=None)
     preserve: tuple[str, ...] = ()
 
-    def replay_params(self) -> dict[str, Any]:
-        """The ``params`` recorded in the CompactEvent (what replay needs)."""
+    def replay_params(self, image_rule: str = "anthropic") -> dict[str, Any]:
+        """The ``params`` recorded in the CompactEvent (what replay needs).
+
+        Version 2 (this one) keeps the salient lines of the elided middle and replaces old
+        images by placeholders whose token counts follow ``image_rule`` (the session
+        provider's, :func:`compactctl.media.media_rule_for`); version 1 events (head and
+        tail only, no images) still replay as they were written.
+        """
         return {
-            "version": 1,
+            "version": 2,
             "minChars": self.min_chars,
             "headRatio": self.head_ratio,
             "tailRatio": self.tail_ratio,
             "headMax": self.head_max,
             "tailMax": self.tail_max,
+            "keepLines": self.keep_lines,
+            "keepChars": self.keep_chars,
+            "lineChars": self.line_chars,
+            "imageRule": image_rule,
         }
 
 

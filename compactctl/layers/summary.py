@@ -38,7 +38,13 @@ from compactctl.replay import View, replay, tool_block_keys
 from compactctl.session import Session
 from compactctl.text import PINNED, constraint_re
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter, context_window_for, message_payload, prompt_sum
+from compactctl.tokens import (
+    TokenCounter,
+    context_window_for,
+    message_payload,
+    messages_tokens,
+    prompt_sum,
+)
 
 if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
     from compactctl.summarize import Summarizer, SummaryResult
@@ -277,7 +283,7 @@ class _Sizes:
         fresh = [m for m in view if id(m) not in known]
         if fresh:
             payloads = [message_payload(m.data) for m in fresh]
-            counts = self.counter.count_many(payloads)
+            counts = messages_tokens([m.data for m in fresh], self.counter)
             for m, text, n in zip(fresh, payloads, counts, strict=True):
                 known[id(m)] = (m, len(text), n)
         sizes = [known[id(m)] for m in view]

@@ -14,8 +14,14 @@ import pytest
 
 from compactctl import session as session_mod
 from compactctl import tokens
-from compactctl.errors import InputError
-from compactctl.session import Session, context_window, encoding_name, session_key
+from compactctl.errors import CompactWarning, InputError
+from compactctl.session import (
+    DEFAULT_CONTEXT_WINDOW,
+    Session,
+    context_window,
+    encoding_name,
+    session_key,
+)
 from tests.helpers import ROOT, msg, write_jsonl
 
 SAMPLE = ROOT / "fixtures/samples/small-s1.canonical.jsonl"
@@ -79,7 +85,8 @@ def test_meta_is_decided_once_from_the_session_event(tmp_path):
 
 def test_the_rules_of_the_metadata():
     assert session_key(None, "a.jsonl") == "a.jsonl"
-    assert context_window(None, None, None) is None
+    with pytest.warns(CompactWarning, match="no model is recorded: assuming 128,000 tokens"):
+        assert context_window(None, None, None) == DEFAULT_CONTEXT_WINDOW == 128_000
     assert context_window(5, None, "openai/gpt-4o") == 5
     assert encoding_name(None, None) == "cl100k_base"
 

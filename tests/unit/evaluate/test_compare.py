@@ -28,9 +28,11 @@ def test_default_set_side_by_side(tmp_path: Path):
     for name in DEFAULT_CONFIGS:
         assert rows[name]["tokensAfter"] < result.tokens_before
         assert list(rows[name]) == ["config", "tokensAfter", "ratio", "probes"]
-    # micro compaction elides the middle of old tool outputs: error lines go
+    # micro compaction elides the middle of old tool outputs but keeps their error lines
+    # (issue 15, point 7; before it, 2 of the 5 error probes were kept)
     micro = rows["micro_only=true"]["probes"]
-    assert micro["byKind"]["error"]["kept"] < micro["byKind"]["error"]["total"]
+    assert micro["byKind"]["error"]["kept"] == micro["byKind"]["error"]["total"] == 5
+    assert rows["micro_only=true"]["tokensAfter"] < result.tokens_before
     # full_replace replaces the newest turn too, and a small budget drops decisions
     small = rows["strategy=full_replace,max_summary_chars=1200"]
     assert small["tokensAfter"] < rows["strategy=full_replace"]["tokensAfter"]

@@ -18,7 +18,8 @@ from compactctl.errors import SummarizerError
 from compactctl.formats.reader import load
 from compactctl.layers.micro import MicroParams, plan_micro, plan_micro_view
 from compactctl.layers.summary import CompactOptions, _Sizes, plan_compact
-from compactctl.model import Event, Message, event_from_dict
+from compactctl.media import media_rule_for
+from compactctl.model import Event, Message, SessionEvent, event_from_dict
 from compactctl.replay import replay
 from compactctl.tokens import TokenCounter, message_payload, prompt_tokens
 from tests.fakes import FakeSummarizer
@@ -117,6 +118,10 @@ def _check_against_replay(log: list[Event], opts: CompactOptions, summarizer: An
     """The report's numbers are those of full replays counted from scratch."""
     plan = plan_compact(log, opts, now=lambda: NOW, summarizer=summarizer)
     counter = TokenCounter(plan.report["tokenizer"])
+    # images count by the rule of the session model's provider, as the session's counter does
+    counter.media_rule = media_rule_for(
+        next((e.model for e in log if isinstance(e, SessionEvent)), None)
+    )
     before_view = replay(log)
     after_view = replay(log + plan.events)
     before = prompt_tokens(before_view, counter)
@@ -134,7 +139,8 @@ def _check_against_replay(log: list[Event], opts: CompactOptions, summarizer: An
     fired = opts.micro_enabled and (
         opts.force or (window is not None and before > opts.micro_trigger * window)
     )
-    micro = plan_micro(log, opts.micro, timestamp=NOW) if fired else None
+    rule = counter.media_rule or "anthropic"
+    micro = plan_micro(log, opts.micro, timestamp=NOW, image_rule=rule) if fired else None
     mid = prompt_tokens(replay(log + ([micro] if micro else [])), counter)
     reason = report["reason"] or ""
     if "under the summarization trigger" in reason:
