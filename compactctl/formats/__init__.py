@@ -56,6 +56,7 @@ from compactctl.formats import (
     cursor_agent,
     droid,
     gemini_cli,
+    kimi_cli,
     openai_chat,
     opencode,
     openhands,
@@ -185,6 +186,12 @@ FORMATS: dict[str, Format] = {
             "Factory Droid: droid exec --output-format stream-json",
             "docs/formats.md section 6",
             droid.to_canonical,
+        ),
+        Format(
+            "kimi-cli",
+            "Kimi CLI session context (~/.kimi/sessions/*/*/context.jsonl)",
+            "docs/formats.md section 6",
+            kimi_cli.to_canonical,
         ),
         Format(
             "opencode",

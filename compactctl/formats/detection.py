@@ -349,6 +349,20 @@ def score_droid(record: dict[str, Any]) -> Score:
     return WEAK  # system
 
 
+def score_kimi_cli(record: dict[str, Any]) -> Score:
+    """Kimi CLI ``context.jsonl``: ``_checkpoint``/``_usage`` records are strong evidence;
+    chat messages (``think`` parts allowed) fit."""
+    role = record.get("role")
+    if role in ("_checkpoint", "_usage") and "content" not in record:
+        return STRONG
+    if "type" in record or role not in CHAT_ROLES or "message" in record:
+        return None
+    content = record.get("content")
+    if isinstance(content, list):
+        content = [p for p in content if not (isinstance(p, dict) and _type(p) == "think")]
+    return FITS if _openai_content_ok(content) else None
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -366,6 +380,7 @@ SCORERS: dict[str, Scorer] = {
     "cursor-agent": score_cursor_agent,
     "copilot-cli": score_copilot_cli,
     "droid": score_droid,
+    "kimi-cli": score_kimi_cli,
 }
 """Line format name -> its record scorer, in detection priority order (ties go first)."""
 

@@ -116,6 +116,7 @@ NEW = [
     "cline-api-history-described.json",
     "gemini-cli-described.json",
     "qwen-code-described.jsonl",
+    "kimi-cli-described.jsonl",
 ]
 
 

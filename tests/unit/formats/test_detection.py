@@ -87,6 +87,10 @@ READ: dict[str, tuple[str, dict[str, int]]] = {
         "anthropic-messages",
         {"prompts": 1, "assistant": 3, "calls": 2, "tool": 2, "errors": 1, "system": 0},
     ),
+    "kimi-cli-described.jsonl": (
+        "kimi-cli",
+        {"prompts": 1, "assistant": 3, "calls": 3, "tool": 3, "errors": 0, "system": 0},
+    ),
     "aider-chat-history-described.md": (
         "aider",
         {"prompts": 4, "assistant": 3, "calls": 0, "tool": 0, "errors": 0, "system": 0},

@@ -840,6 +840,7 @@ def test_registry() -> None:
         "cursor-agent",
         "copilot-cli",
         "droid",
+        "kimi-cli",
         "opencode",
         "aider",
         "openhands",
