@@ -469,22 +469,22 @@ class LiteLLMSummarizer:
                 units[-1].append(block)
             else:
                 units.append([block])
-        chunks: list[list[str]] = [[]]
-        used = 0
+        blocks: list[str] = []
         for unit in units:
-            size = sum(self.counter.count(b) + 1 for b in unit)
-            if size <= limit:
-                blocks = ["\n\n".join(unit)]
-            else:
-                blocks = [part for b in unit for part in self._split(b, limit)]
-            for block in blocks:
-                n = self.counter.count(block) + 1
-                if chunks[-1] and used + n > limit:
-                    chunks.append([])
-                    used = 0
-                chunks[-1].append(block)
-                used += n
-        return [c for c in chunks if c]
+            if sum(self.counter.count(b) + 1 for b in unit) <= limit:
+                blocks.append("\n\n".join(unit))
+            else:  # the call and its results apart, each split when it is still too long
+                blocks.extend(part for b in unit for part in self._split(b, limit))
+        chunks: list[list[str]] = []
+        room = 0  # tokens left in the newest chunk
+        for block in blocks:
+            n = self.counter.count(block) + 1
+            if n > room:
+                chunks.append([])
+                room = limit
+            chunks[-1].append(block)
+            room -= n
+        return chunks
 
     def _split(self, block: str, limit: int) -> list[str]:
         """``block`` in parts of at most ``limit`` tokens (the label included)."""
