@@ -367,6 +367,11 @@ class LiteLLMSummarizer:
             model table (:func:`~compactctl.tokens.context_window_for`), else
             :data:`DEFAULT_INPUT_TOKENS` with a warning.
 
+    Attributes:
+        calls: requests sent so far (map, reduce and retry requests included).
+        counter: the token counter the prompt is fitted with (the model's tiktoken encoding,
+            :func:`~compactctl.tokens.encoding_for_model`).
+
     Raises (from :meth:`summarize`):
         ContextTooLong: the model's context-length error.
         SummarizerError: any other failure (timeout, rate limit, server error, empty
@@ -390,7 +395,7 @@ class LiteLLMSummarizer:
         self.completion_kwargs = dict(completion_kwargs or {})
         self.max_input_tokens = max_input_tokens
         self.counter = TokenCounter(encoding_for_model(model))
-        self.calls = 0  # requests sent by this summarizer (the map-reduce steps included)
+        self.calls = 0
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
