@@ -297,7 +297,9 @@ def _fold(text: str) -> str:
     return _FOLD_RE.sub(" ", text).strip().casefold()
 
 
-def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> list[str]:
+def answer_problems(
+    text: str, fmt: str, constraints: Sequence[str] = (), *, filled: bool = True
+) -> list[str]:
     """What is wrong with a summary ``text`` that passed its format's validator.
 
     Checks (issue 15, point 12): no section without a bullet or whose bullets all say
@@ -309,6 +311,8 @@ def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> lis
         text: a valid ``sections`` text or ``task-state`` answer.
         fmt: ``"sections"`` or ``"task-state"``.
         constraints: the pinned user constraints the summary must carry.
+        filled: check the sections too (``False`` for a rewrite of a summary into a smaller
+            tier, where leaving low-priority sections empty is the point).
 
     Returns:
         One sentence per problem; empty when the answer is acceptable.
@@ -331,12 +335,12 @@ def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> lis
         state: Mapping[str, Any] = parsed.task_state
         texts = [x for f in TASK_STATE_FIELDS for x in _as_list(state[f])]
         haystack = "\n".join([*texts, parsed.display_summary])
-    for name, bullets in sections.items():
-        filled = [b for b in bullets if b.strip()]
-        if not filled:
+    for name, bullets in sections.items() if filled else ():
+        said = [b for b in bullets if b.strip()]
+        if not said:
             problems.append(f"section {name!r} is empty")
-        elif all(_placeholder(b) for b in filled):
-            problems.append(f"section {name!r} says only {filled[0].strip()!r}")
+        elif all(_placeholder(b) for b in said):
+            problems.append(f"section {name!r} says only {said[0].strip()!r}")
     folded = _fold(haystack)
     missing = [c for c in constraints if not _carried(c, folded)]
     if missing:
@@ -564,7 +568,10 @@ class LiteLLMSummarizer:
                 )
         except SummarizerError as exc:
             raise _Rejected(f"an invalid {request.format} summary: {exc}") from exc
-        problems = answer_problems(result.text, request.format, request.pinned_constraints)
+        # a request without messages rewrites the prior state (tiers): sections may empty
+        problems = answer_problems(
+            result.text, request.format, request.pinned_constraints, filled=bool(request.messages)
+        )
         if problems:
             raise _Rejected("; ".join(problems))
         return result
