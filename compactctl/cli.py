@@ -538,7 +538,8 @@ def convert_cmd(
 def tiers_cmd(
     paths: Paths,
     tier: Annotated[
-        str, typer.Option("--tier", help="auto (by history length or room left), L0, L1, L2.")
+        str,
+        typer.Option("--tier", help="auto (a tier only when the context needs it), L0, L1, L2."),
     ] = TiersOptions.tier,
     model: Annotated[
         str | None,
@@ -549,8 +550,9 @@ def tiers_cmd(
 ) -> None:
     """Layer 4: L0/L1/L2 summaries (about 200/1000/3000 tokens) from the newest summary.
 
-    Recorded on a new SummaryEvent that supersedes the previous one; running it twice
-    appends nothing. Tiers are also saved in the SQLite store for cron and CI.
+    Recorded on a new SummaryEvent that supersedes the previous one; replay swaps in a
+    tier only when the whole summary is over 10% of the room left in the window (or with
+    --tier). Running it twice appends nothing. Tiers are also saved in the SQLite store.
     """
     from compactctl.app.jobs import tiers_path
     from compactctl.app.options import resolve

@@ -254,7 +254,7 @@ def _write(
     if out.materialize:
         view = replay(session.events + new, tier=out.tier)
         result["written"] = target or STDIN
-        lines = materialized_lines(view, out.as_format, None if stream else os.path.abspath(path))
+        lines = materialized_lines(view, out.as_format, None if stream else path)
         return result, write_output(target or STDIN, lines)
     if target is not None or stream:
         dest = target or STDIN

@@ -297,7 +297,9 @@ def _fold(text: str) -> str:
     return _FOLD_RE.sub(" ", text).strip().casefold()
 
 
-def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> list[str]:
+def answer_problems(
+    text: str, fmt: str, constraints: Sequence[str] = (), *, filled: bool = True
+) -> list[str]:
     """What is wrong with a summary ``text`` that passed its format's validator.
 
     Checks (issue 15, point 12): no section without a bullet or whose bullets all say
@@ -309,6 +311,8 @@ def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> lis
         text: a valid ``sections`` text or ``task-state`` answer.
         fmt: ``"sections"`` or ``"task-state"``.
         constraints: the pinned user constraints the summary must carry.
+        filled: check the sections too (``False`` for a rewrite of a summary into a smaller
+            tier, where leaving low-priority sections empty is the point).
 
     Returns:
         One sentence per problem; empty when the answer is acceptable.
@@ -331,12 +335,12 @@ def answer_problems(text: str, fmt: str, constraints: Sequence[str] = ()) -> lis
         state: Mapping[str, Any] = parsed.task_state
         texts = [x for f in TASK_STATE_FIELDS for x in _as_list(state[f])]
         haystack = "\n".join([*texts, parsed.display_summary])
-    for name, bullets in sections.items():
-        filled = [b for b in bullets if b.strip()]
-        if not filled:
+    for name, bullets in sections.items() if filled else ():
+        said = [b for b in bullets if b.strip()]
+        if not said:
             problems.append(f"section {name!r} is empty")
-        elif all(_placeholder(b) for b in filled):
-            problems.append(f"section {name!r} says only {filled[0].strip()!r}")
+        elif all(_placeholder(b) for b in said):
+            problems.append(f"section {name!r} says only {said[0].strip()!r}")
     folded = _fold(haystack)
     missing = [c for c in constraints if not _carried(c, folded)]
     if missing:
@@ -367,6 +371,11 @@ class LiteLLMSummarizer:
             model table (:func:`~compactctl.tokens.context_window_for`), else
             :data:`DEFAULT_INPUT_TOKENS` with a warning.
 
+    Attributes:
+        calls: requests sent so far (map, reduce and retry requests included).
+        counter: the token counter the prompt is fitted with (the model's tiktoken encoding,
+            :func:`~compactctl.tokens.encoding_for_model`).
+
     Raises (from :meth:`summarize`):
         ContextTooLong: the model's context-length error.
         SummarizerError: any other failure (timeout, rate limit, server error, empty
@@ -390,7 +399,7 @@ class LiteLLMSummarizer:
         self.completion_kwargs = dict(completion_kwargs or {})
         self.max_input_tokens = max_input_tokens
         self.counter = TokenCounter(encoding_for_model(model))
-        self.calls = 0  # requests sent by this summarizer (the map-reduce steps included)
+        self.calls = 0
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -472,22 +481,22 @@ class LiteLLMSummarizer:
                 units[-1].append(block)
             else:
                 units.append([block])
-        chunks: list[list[str]] = [[]]
-        used = 0
+        blocks: list[str] = []
         for unit in units:
-            size = sum(self.counter.count(b) + 1 for b in unit)
-            if size <= limit:
-                blocks = ["\n\n".join(unit)]
-            else:
-                blocks = [part for b in unit for part in self._split(b, limit)]
-            for block in blocks:
-                n = self.counter.count(block) + 1
-                if chunks[-1] and used + n > limit:
-                    chunks.append([])
-                    used = 0
-                chunks[-1].append(block)
-                used += n
-        return [c for c in chunks if c]
+            if sum(self.counter.count(b) + 1 for b in unit) <= limit:
+                blocks.append("\n\n".join(unit))
+            else:  # the call and its results apart, each split when it is still too long
+                blocks.extend(part for b in unit for part in self._split(b, limit))
+        chunks: list[list[str]] = []
+        room = 0  # tokens left in the newest chunk
+        for block in blocks:
+            n = self.counter.count(block) + 1
+            if n > room:
+                chunks.append([])
+                room = limit
+            chunks[-1].append(block)
+            room -= n
+        return chunks
 
     def _split(self, block: str, limit: int) -> list[str]:
         """``block`` in parts of at most ``limit`` tokens (the label included)."""
@@ -562,7 +571,10 @@ class LiteLLMSummarizer:
                 )
         except SummarizerError as exc:
             raise _Rejected(f"an invalid {request.format} summary: {exc}") from exc
-        problems = answer_problems(result.text, request.format, request.pinned_constraints)
+        # a request without messages rewrites the prior state (tiers): sections may empty
+        problems = answer_problems(
+            result.text, request.format, request.pinned_constraints, filled=bool(request.messages)
+        )
         if problems:
             raise _Rejected("; ".join(problems))
         return result

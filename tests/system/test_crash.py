@@ -275,7 +275,7 @@ def _output_records(path: Path, src: Path) -> list[dict[str, Any]]:
     path (the frame for the resuming agent), which differs between trials: it reads SRC."""
     data = path.read_bytes()
     assert data.endswith(b"\n"), f"{path} is not complete"
-    data = data.replace(str(src.resolve()).encode(), b"SRC")
+    data = data.replace(str(src).encode(), b"SRC")
     return [_norm(orjson.loads(line)) for line in data.split(b"\n")[:-1]]
 
 

@@ -298,7 +298,7 @@ def test_against_the_original_for_a_materialized_output(tmp_path: Path):
 
     (summary,) = [e for e in read(str(log)) if isinstance(e, SummaryEvent)]
     (framed,) = [e for e in read(str(ctx)) if isinstance(e, Message) and "summaryOf" in e.data]
-    assert framed.text.startswith(RESUME_PREAMBLE) and f"is at {src.resolve()}." in framed.text
+    assert framed.text.startswith(RESUME_PREAMBLE) and f"is at {src}." in framed.text
     est = TokenCounter("estimate")
     frame = est.count(message_payload(framed.data)) - est.count(
         message_payload({**framed.data, "content": summary.summary_text})

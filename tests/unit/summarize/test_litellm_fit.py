@@ -133,3 +133,22 @@ def test_answer_problems() -> None:
     assert answer_problems(text, "sections", ["Never touch importer.py."]) == [
         "the user constraint(s) 'Never touch importer.py.' are missing (quote each verbatim)"
     ]
+
+
+def test_a_tier_rewrite_may_leave_sections_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tiers --model`` asks for a rewrite of the summary (no messages): empty sections are
+    what a small tier is, so only the constraints are checked."""
+    from compactctl.summarize import SummaryResult
+
+    small = (
+        "<summary>\n### Primary Request\n- Fix the pager.\n"
+        + "".join(f"### {s}\n" for s in SECTIONS[1:])
+        + "</summary>"
+    )
+    model = FakeModel(monkeypatch, default=small)
+    engine = LiteLLMSummarizer("openai/gpt-4o-mini", num_retries=0)
+    prior = SummaryResult(text=VALID_SECTIONS, format="sections", task_state=None, model="m")
+    result = engine.summarize(SummaryRequest(messages=[], prior=prior, max_chars=800))
+    assert result.text == small and len(model.calls) == 1
+    assert answer_problems(small, "sections")[0] == "section 'Key Technical Concepts' is empty"
+    assert answer_problems(small, "sections", filled=False) == []
