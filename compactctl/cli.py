@@ -154,7 +154,7 @@ def inspect_cmd(
     worker = functools.partial(inspect_path, options=opts)
     report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
                          json_out=json_out, quiet=sh.quiet, verbose=sh.verbose,
-                         dask=sh.dask)  # fmt: skip
+                         dask=sh.dask, documents=sh.documents or None)  # fmt: skip
     finish(report, "with findings", sh.quiet, rest="clean")
 
 
@@ -654,7 +654,8 @@ def eval_cmd(
     opts = resolve(EvalOptions, flags, s)
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
                       jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
-                      verbose=sh.verbose, dask=sh.dask)  # fmt: skip
+                      verbose=sh.verbose, dask=sh.dask,
+                      documents=sh.documents or None)  # fmt: skip
     if min_retention is not None or minimum:
         finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)

@@ -172,6 +172,14 @@ class Shell:
             "dask extra.",
         ),
     ] = None
+    documents: Annotated[
+        bool,
+        typer.Option(
+            "--documents",
+            help="In folders, also take the .json, .traj and Aider .md transcripts a reader "
+            "recognises (never other JSON).",
+        ),
+    ] = False
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
 
@@ -195,7 +203,7 @@ class Shell:
         return output_options(s, paths, flags)
 
 
-RUN = ("config", "jobs", "dask", "quiet", "verbose")
+RUN = ("config", "jobs", "dask", "documents", "quiet", "verbose")
 """The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
 
 
@@ -301,6 +309,7 @@ def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, 
 
     report = run_transform(paths, worker, command=command, settings=s, out=out, jobs=sh.jobs,
                            json_out=sh.json_out, quiet=sh.quiet, dask=sh.dask,
+                           documents=sh.documents or None,
                            **kwargs)  # fmt: skip
     verb = SUMMARY_VERBS[command]
     finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)

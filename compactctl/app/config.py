@@ -34,7 +34,8 @@ __all__ = [
 
 KNOWN_KEYS = frozenset(
     {
-        "context_window", "db", "encoding", "input_token_threshold", "instructions", "jobs",
+        "context_window", "dask", "db", "documents", "encoding", "input_token_threshold",
+        "instructions", "jobs",
         "keep_recent", "keep_turns", "lock_timeout", "max_summary_chars", "micro_trigger",
         "min_chars", "min_saving", "model", "num_retries", "pin_patterns", "preserve",
         "redact", "scope", "strategy", "summary_format", "summary_trigger", "threshold",

@@ -46,11 +46,13 @@ def _err(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
 
 
-def discover_files(paths: list[str], report: Report) -> list[str]:
-    """Expand PATHS; a missing path is a failure on the report, an empty folder a warning."""
+def discover_files(paths: list[str], report: Report, documents: bool = False) -> list[str]:
+    """Expand PATHS; a missing path is a failure on the report, an empty folder a warning.
+    ``documents`` (``--documents``): folders also yield the JSON documents and Aider
+    histories a reader recognises (:func:`compactctl.io.files.discover`)."""
     from compactctl.io.files import NoTranscripts
 
-    files, errors = discover(paths)
+    files, errors = discover(paths, documents=documents)
     for e in errors:
         if isinstance(e, NoTranscripts):
             _err(f"compactctl: warning: {e}")
@@ -92,6 +94,7 @@ def run_files(
     desc: str,
     trim: bool = True,
     dask: str | None = None,
+    documents: bool | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
@@ -112,7 +115,8 @@ def run_files(
         UsageError: ``--jobs`` (or the ``jobs`` setting) is below 1; raised after PATHS are
             expanded, before any file is processed.
     """
-    files = discover_files(paths, report)
+    documents = settings.get("documents", documents, False, bool)
+    files = discover_files(paths, report, documents)
     n = _jobs(settings, jobs, len(files))
     address = settings.get("dask", dask, None, str) or None
     bar = _progress(len(files), quiet, desc)
@@ -247,6 +251,7 @@ def run_transform(
     warm: Sequence[str] = (),
     warm_encoding: str | None = None,
     dask: str | None = None,
+    documents: bool | None = None,
 ) -> Report:
     """Run a transcript-changing command over PATHS and report each file as it finishes.
 
@@ -270,7 +275,7 @@ def run_transform(
     doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if json_out else None
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
-        dask=dask,
+        dask=dask, documents=documents,
     ):  # fmt: skip
         report.done(result, changed=result["changed"])
         if doc is not None:
@@ -296,6 +301,7 @@ def run_inspect(
     quiet: bool,
     verbose: bool,
     dask: str | None = None,
+    documents: bool | None = None,
 ) -> Report:
     """Run ``inspect`` over PATHS: each file's table on stdout as it finishes (all findings
     with ``verbose``), or the ``--json`` document with the run's totals.
@@ -313,7 +319,7 @@ def run_inspect(
     totals = InspectTotals()
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet,
-        desc="inspect", trim=False, dask=dask,
+        desc="inspect", trim=False, dask=dask, documents=documents,
     ):  # fmt: skip
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
         report.done(result, changed=bool(serious))

@@ -229,6 +229,7 @@ def run_eval(
     quiet: bool,
     verbose: bool,
     dask: str | None = None,
+    documents: bool | None = None,
 ) -> Any:
     """Run ``eval`` over PATHS: each file's table on stdout as it finishes, or the
     ``--json`` document (``{"files": [...], "totals": {...}}``) written as results arrive.
@@ -248,7 +249,8 @@ def run_eval(
     report = Report(check=True)
     printer = _Printer(json_out, verbose)
     outcomes = run_files(paths, worker, jobs=jobs, settings=settings, report=report,
-                         quiet=quiet, desc="eval", dask=dask)  # fmt: skip
+                         quiet=quiet, desc="eval", dask=dask,
+                         documents=documents)  # fmt: skip
     for result in (outcome["result"] for outcome in outcomes):
         report.done({"path": result.path}, changed=bool(result.below))
         if result.below and not quiet:

@@ -188,3 +188,19 @@ def test_convert_never_mixes_sessions_in_one_output(tmp_path: Path):
     assert not (tmp_path / "one.jsonl").exists()
     assert run_cli("convert", "-q", "-o", str(tmp_path), a, b).returncode == 0  # an existing dir
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_documents_in_folders_are_opt_in(tmp_path: Path) -> None:
+    """Folder runs take .json/.traj/.md transcripts only with --documents (issue 17,
+    point 4), and then only those a reader recognises, never other JSON."""
+    import shutil
+
+    shutil.copyfile(FIXTURES / "formats" / "gemini-cli-described.json", tmp_path / "g.json")
+    shutil.copyfile(SAMPLES / "small-s1.canonical.jsonl", tmp_path / "s.jsonl")
+    (tmp_path / "package.json").write_text('{"name": "app", "version": "1.0.0"}\n')
+    plain = run_cli("inspect", "--json", "--estimate", str(tmp_path))
+    names = [Path(f["path"]).name for f in orjson.loads(plain.stdout)["files"]]
+    assert plain.returncode == 0 and names == ["s.jsonl"]
+    opted = run_cli("inspect", "--json", "--estimate", "--documents", str(tmp_path))
+    found = {Path(f["path"]).name: f["format"] for f in orjson.loads(opted.stdout)["files"]}
+    assert opted.returncode == 0 and found == {"g.json": "gemini-cli", "s.jsonl": "canonical"}
