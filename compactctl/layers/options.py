@@ -172,10 +172,15 @@ class MicroParams:
 
 DEFAULT_PIN_PATTERNS: tuple[str, ...] = (
     r"<user_instructions>",
-    r"(?m)^#+ *(?:AGENTS|CLAUDE)\.md\b",
-    r"Contents of \S*(?:AGENTS|CLAUDE)\.md",
+    r"(?m)^#+ *(?:AGENTS|CLAUDE|GEMINI)\.md\b",
+    r"Contents of \S*(?:AGENTS|CLAUDE|GEMINI)\.md",
+    r"(?m)^--- Context from: ",
+    r"(?m)^#+ *\.cursorrules\b",
 )
-"""Regexes marking instruction-file contents (AGENTS.md, CLAUDE.md) as pinned."""
+"""Regexes marking injected instruction files as pinned: Codex's ``<user_instructions>``,
+AGENTS.md, CLAUDE.md and GEMINI.md headings or ``Contents of`` blocks, Gemini CLI's
+``--- Context from: FILE ---`` blocks, a ``.cursorrules`` heading. An instruction file read
+through a tool is kept verbatim by the summary instead (issue 15 point 9)."""
 
 SECTIONS_MAX_CHARS = 12000
 """Default budget of a ``sections`` summary in chars: about the 3000 tokens of tier L2

@@ -29,6 +29,8 @@ from compactctl.summarize.extractive.intent import (
     PENDING_RE,
     constraint_text,
     decision_rank,
+    injected_instructions,
+    instruction_file,
     long_enough,
     spoken_by_user,
     states_constraint,
@@ -63,6 +65,7 @@ from compactctl.summarize.extractive.tools import (
     patch_files,
     pathlike,
     plan_items,
+    progress_items,
     resolves,
     shell_command,
     tool_calls,
@@ -220,6 +223,8 @@ class Extractor:
         text = text_of(message.get("content")).strip()
         if not text:
             return
+        for name, body in injected_instructions(text):
+            self.facts.instructions[name] = body
         if not spoken_by_user(message, text):
             self.facts.stats.injected += 1
             return
@@ -313,12 +318,13 @@ class Extractor:
         summary = name
         changed: list[str] = []
 
+        progress = progress_items(args)  # Cline's focus chain rides on any tool call
+        if progress is not None:
+            self._plan(progress)
         if kind == "plan":
             items = plan_items(args)
             if items is not None:
-                self.newest_plan = items
-                self.plan_index = self.index
-                self.facts.done.extend(t for t, done in items if done)
+                self._plan(items)
         elif command:
             kind = "shell"
             text = command_text(command)
@@ -330,6 +336,7 @@ class Extractor:
             record.runs += 1
             record.outcome = self._outcome(result, result_text, failed, code)
             for path, action in command_files(command):
+                self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
                 if action in ("edited", "written", "created", "deleted"):
                     changed.append(path)
@@ -338,6 +345,7 @@ class Extractor:
         else:
             files = self._call_files(kind, args, result_text)
             for path, action in files:
+                self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
                 if action in ("edited", "written", "created", "deleted") and not failed:
                     changed.append(path)
@@ -373,6 +381,17 @@ class Extractor:
                     )
                 )
         return changed
+
+    def _instructions_read(self, path: str, action: str, text: str, failed: bool) -> None:
+        """An instruction file read through a tool: its output is kept verbatim."""
+        if action == "read" and not failed and text.strip() and instruction_file(path):
+            self.facts.instructions[path.strip()] = text.strip()
+
+    def _plan(self, items: list[tuple[str, bool]]) -> None:
+        """A plan or todo list: the newest one's open items are the pending tasks."""
+        self.newest_plan = items
+        self.plan_index = self.index
+        self.facts.done.extend(t for t, done in items if done)
 
     def _call_files(
         self, kind: str, args: Mapping[str, Any], result_text: str

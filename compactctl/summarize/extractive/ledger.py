@@ -203,6 +203,9 @@ class Facts:
     next_step: str = ""
     stats: Stats = field(default_factory=Stats)
     prior_merged: str = ""
+    instructions: dict[str, str] = field(default_factory=dict)
+    """Instruction files (AGENTS.md, CLAUDE.md ...), injected or read through a tool: their
+    name -> their text, verbatim (issue 15 point 9); the newest text of a name wins."""
 
     def file(self, path: str) -> FileEntry:
         """The entry of ``path`` (quotes and blanks around it removed), made on first use."""

@@ -40,6 +40,7 @@ from compactctl.summarize.extractive.render import (
     NONE_BULLET,
     RAN_OK_PREFIX,
     READ_ONLY_PREFIX,
+    read_instruction_bullet,
 )
 from compactctl.summarize.extractive.tools import resolves
 from compactctl.summarize.summary_format import (
@@ -62,6 +63,15 @@ _LABEL_RE = re.compile(r"^(?P<label>T\d+): (?P<text>.*)$", re.DOTALL)
 _LATEST_RE = re.compile(
     "^" + LATEST_PREFIX + r"(?: \((?P<label>[^)]*)\))?: (?P<text>.*)$", re.DOTALL
 )
+
+
+def _prior_instructions(facts: Facts, item: str) -> bool:
+    """Read an ``Instructions from NAME (verbatim):`` bullet into ``facts``; False for any
+    other bullet."""
+    found = read_instruction_bullet(item)
+    if found is not None:
+        facts.instructions[found[0]] = found[1]
+    return found is not None
 
 
 def _prior_latest(facts: Facts, item: str) -> bool:
@@ -136,7 +146,7 @@ def _facts_from_sections(text: str) -> Facts:
     for item in parsed.get("Primary Request", []):
         if item.startswith(CONSTRAINT_PREFIX):
             facts.constraints.append(item.removeprefix(CONSTRAINT_PREFIX))
-        elif _prior_latest(facts, item):
+        elif _prior_instructions(facts, item) or _prior_latest(facts, item):
             continue
         elif not item.startswith(FOCUS_PREFIX) and item != NONE_BULLET:
             facts.primary.append(item)
@@ -207,7 +217,9 @@ def _facts_from_task_state(state: Mapping[str, Any]) -> Facts:
     facts.decisions = [
         Decision(d, decision_rank(d) or 2, i) for i, d in enumerate(strings("decisions"))
     ]
-    facts.constraints = strings("user_constraints")
+    facts.constraints = [
+        c for c in strings("user_constraints") if not _prior_instructions(facts, c)
+    ]
     return facts
 
 
@@ -304,5 +316,6 @@ def merge(prior: Facts, new: Facts) -> Facts:
     merged.current = new.current or prior.current
     merged.last_message = new.last_message
     merged.next_step = new.next_step or ("" if new.current else prior.next_step)
+    merged.instructions = {**prior.instructions, **new.instructions}
     merged.prior_merged = "yes"
     return merged

@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from compactctl.summarize.extractive.intent import CHECKBOX_RE
 from compactctl.summarize.extractive.prose import LEDGER_LINE_MAX
 from compactctl.text import clip
 
@@ -33,6 +34,7 @@ __all__ = [
     "patch_files",
     "pathlike",
     "plan_items",
+    "progress_items",
     "resolves",
     "shell_command",
     "tool_calls",
@@ -80,7 +82,7 @@ EDITOR_COMMANDS = {
     "insert": "edited",
     "undo_edit": "edited",
 }
-_PLAN_ITEM_KEYS = ("plan", "todos", "items", "tasks", "steps")
+_PLAN_ITEM_KEYS = ("plan", "todos", "items", "tasks", "steps", "task_list")
 _PLAN_TEXT_KEYS = ("step", "content", "text", "title", "task", "description")
 _DONE_STATUSES = frozenset({"completed", "complete", "done", "finished", "cancelled", "canceled"})
 
@@ -93,9 +95,11 @@ def tool_kind(name: str) -> str:
 
     >>> [tool_kind(n) for n in ("update_plan", "bash", "apply_patch", "read_file")]
     ['plan', 'shell', 'patch', 'read']
+    >>> tool_kind("task_tracker"), tool_kind("TodoWrite")
+    ('plan', 'plan')
     """
     n = name.lower()
-    if re.search(r"todo|plan", n):
+    if re.search(r"todo|plan|task_tracker", n):
         return "plan"
     if n in _SHELL_NAMES or re.search(r"bash|shell|terminal|exec", n):
         return "shell"
@@ -414,8 +418,35 @@ def resolves(success: str, failure: str) -> bool:
     return bool(prog_s) and prog_s == prog_f and args_s <= args_f
 
 
+def progress_items(args: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
+    """(text, done) items of Cline's focus chain: the Markdown checklist a tool call of any
+    tool carries in its ``task_progress`` argument; None when it carries none.
+
+    >>> progress_items({"command": "ls", "task_progress": "- [x] read\\n- [ ] fix"})
+    [('read', True), ('fix', False)]
+    """
+    value = args.get("task_progress")
+    if not isinstance(value, str):
+        return None
+    items = []
+    for line in value.split("\n"):
+        match = CHECKBOX_RE.match(line)
+        if match:
+            items.append((match.group("text"), match.group("mark") != " "))
+    return items or None
+
+
 def plan_items(args: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
-    """(text, done) items of a plan/todo tool call, or None when it carries no list."""
+    """(text, done) items of a plan/todo tool call, or None when it carries no list: the
+    ``plan`` of Codex's ``update_plan``, the ``todos`` of Claude Code's ``TodoWrite``, the
+    ``task_list`` of OpenHands' ``task_tracker`` (status ``todo``/``in_progress``/``done``)
+    and the lists of other todo tools (:data:`_PLAN_ITEM_KEYS`).
+
+    >>> plan_items({"command": "plan", "task_list": [
+    ...     {"id": "1", "title": "Fix the pager", "status": "done"},
+    ...     {"id": "2", "title": "Add a test", "status": "todo"}]})
+    [('Fix the pager', True), ('Add a test', False)]
+    """
     for key in _PLAN_ITEM_KEYS:
         value = args.get(key)
         if isinstance(value, list):
