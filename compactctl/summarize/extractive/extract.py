@@ -55,13 +55,17 @@ from compactctl.summarize.extractive.prose import (
     text_of,
 )
 from compactctl.summarize.extractive.tools import (
+    CONTENT_KEYS,
+    EDIT_TEXT_KEYS,
     EDITOR_COMMANDS,
     KIND_ACTION,
     PATH_KEYS,
     PATH_LIST_KEYS,
     call_arguments,
+    code_changes,
     command_files,
     command_text,
+    patch_changes,
     patch_files,
     pathlike,
     plan_items,
@@ -335,9 +339,15 @@ class Extractor:
             )
             record.runs += 1
             record.outcome = self._outcome(result, result_text, failed, code)
-            for path, action in command_files(command):
+            record.failures += int(failed)
+            found = command_files(command)
+            for path, action in found:
                 self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
+            moved = [p for p, a in found if a == "moved"]
+            if moved and not failed:
+                for path in (p for p, a in found if a == "written"):
+                    self.facts.file(path).changed([f"moved here from {m}" for m in moved])
                 if action in ("edited", "written", "created", "deleted"):
                     changed.append(path)
             if not failed and result is not None:
@@ -349,6 +359,8 @@ class Extractor:
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
                 if action in ("edited", "written", "created", "deleted") and not failed:
                     changed.append(path)
+            if files and not failed:
+                self._code_changes(kind, args, files)
             if files:
                 summary = f"{name} {files[0][0]}"
             if not failed and result is not None:
@@ -381,6 +393,26 @@ class Extractor:
                     )
                 )
         return changed
+
+    def _code_changes(
+        self, kind: str, args: Mapping[str, Any], files: list[tuple[str, str]]
+    ) -> None:
+        """What an edit, write or patch call did to functions and classes, per file."""
+        for value in args.values():
+            if isinstance(value, str) and "*** Begin Patch" in value:
+                for path, changes in patch_changes(value).items():
+                    self.facts.file(path).changed(changes)
+        if kind not in ("edit", "write"):
+            return
+        path = files[0][0]
+        for old_key, new_key in EDIT_TEXT_KEYS:
+            old, new = args.get(old_key), args.get(new_key)
+            if isinstance(old, str) and isinstance(new, str):
+                self.facts.file(path).changed(code_changes(old, new))
+                return
+        content = next((args[k] for k in CONTENT_KEYS if isinstance(args.get(k), str)), None)
+        if content is not None and files[0][1] == "created":
+            self.facts.file(path).changed(code_changes("", content)[:8])
 
     def _instructions_read(self, path: str, action: str, text: str, failed: bool) -> None:
         """An instruction file read through a tool: its output is kept verbatim."""

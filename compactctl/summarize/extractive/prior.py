@@ -57,6 +57,7 @@ _COMMAND_LINE_RE = re.compile(
     r"^ran (`+) ?(?P<cmd>.+?) ?\1(?: ×(?P<runs>\d+))?"
     r"(?: — (?P<outcome>.*))?$"
 )
+_FAILED_RUNS_RE = re.compile(r"; (?P<failed>\d+) of \d+ runs failed$")
 _ERROR_SOURCE_RE = re.compile(r"^(`+) ?(?P<cmd>.+?) ?\1 failed")
 _ACTION_RE = re.compile(r"^(?P<action>.+?)(?: ×(?P<count>\d+))?$")
 _LABEL_RE = re.compile(r"^(?P<label>T\d+): (?P<text>.*)$", re.DOTALL)
@@ -102,7 +103,9 @@ def _prior_file(facts: Facts, line: str) -> None:
         facts.file(line)
         return
     record = facts.file(match.group("path"))
-    for part in (match.group("actions") or "").split(", "):
+    actions, _, changes = (match.group("actions") or "").partition("; ")
+    record.changed([c for c in changes.split(", ") if c])
+    for part in actions.split(", "):
         action = _ACTION_RE.match(part.strip())
         if action and part.strip():
             record.add(action.group("action"), int(action.group("count") or 1))
@@ -119,8 +122,15 @@ def _prior_command(facts: Facts, line: str) -> bool:
     outcome = match.group("outcome") or ""
     failed_before = outcome.endswith("; earlier runs failed")
     outcome = outcome.removesuffix("; earlier runs failed")
+    counted = _FAILED_RUNS_RE.search(outcome)
+    failures = int(counted.group("failed")) if counted else 0
+    outcome = outcome[: counted.start()] if counted else outcome
     facts.commands[match.group("cmd")] = CommandEntry(
-        match.group("cmd"), int(match.group("runs") or 1), outcome, failed_before
+        match.group("cmd"),
+        int(match.group("runs") or 1),
+        outcome,
+        failed_before or failures > 0,
+        failures,
     )
     return True
 
@@ -278,13 +288,15 @@ def merge(prior: Facts, new: Facts) -> Facts:
             target = merged.file(path)
             for action, count in record.actions.items():
                 target.add(action, count)
+            target.changed(record.changes)
         for text, command in source.commands.items():
             old = merged.commands.get(text)
             if old is None:
                 merged.commands[text] = CommandEntry(
-                    text, command.runs, command.outcome, command.failed_before
+                    text, command.runs, command.outcome, command.failed_before, command.failures
                 )
             else:
+                old.failures += command.failures
                 old.failed_before = (
                     old.failed_before
                     or command.failed_before

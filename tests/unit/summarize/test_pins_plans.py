@@ -4,6 +4,7 @@ carry over as open items."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -59,14 +60,13 @@ def test_an_instruction_file_read_through_a_tool_is_kept_verbatim_over_passes() 
 @pytest.mark.parametrize(
     "injected",
     [
-        "--- Context from: GEMINI.md ---\nNever push to main.\n--- End of Context from: GEMINI.md ---",
+        "--- Context from: GEMINI.md ---\nNever push to main.\n"
+        "--- End of Context from: GEMINI.md ---",
         "<user_instructions>\nNever push to main.\n</user_instructions>",
         "Contents of /repo/AGENTS.md (project instructions):\n\nNever push to main.",
     ],
 )
 def test_injected_instruction_blocks_are_kept_and_pinned(injected: str) -> None:
-    import re
-
     assert any(re.search(p, injected) for p in DEFAULT_PIN_PATTERNS)
     result = _summary([_m("user", injected), _m("user", "Fix the build.")])
     [bullet] = _instructions(result.text)
