@@ -213,8 +213,9 @@ class CompactOptions:
         keep_recent_tokens: the kept tail's budget in tokens (issue 15 point 5): the newest
             ``keep_recent`` messages, fewer when they are over this many tokens, never a
             tool block split and never less than the newest block; a kept tool output over
-            half of it is micro-compacted. ``None``: messages alone count. 20,000 is a tenth
-            of a 200k-token window, so the tail cannot undo the compaction.
+            half of it is micro-compacted. ``None``: messages alone count. 8,000 is twice
+            the default summary budget (``max_summary_tokens``), so that summary and tail
+            together stay near 12,000 tokens, 6% of a 200k-token window.
         format: ``sections`` or ``task-state`` (config key ``summary_format``).
         max_summary_chars: summary budget in chars; ``None`` = :data:`SECTIONS_MAX_CHARS`
             for sections, :data:`TASK_STATE_MAX_CHARS` for the task-state display summary.
@@ -249,7 +250,7 @@ class CompactOptions:
     input_token_threshold: int | None = None
     strategy: str = "keep_recent"
     keep_recent: int = 10
-    keep_recent_tokens: int | None = 20_000
+    keep_recent_tokens: int | None = 8000
     format: str = setting("sections", key="summary_format")
     max_summary_chars: int | None = None
     max_summary_tokens: int = 4000

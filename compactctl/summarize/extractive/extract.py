@@ -340,16 +340,16 @@ class Extractor:
             record.runs += 1
             record.outcome = self._outcome(result, result_text, failed, code)
             record.failures += int(failed)
-            found = command_files(command)
-            for path, action in found:
+            named = command_files(command)
+            for path, action in named:
                 self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
-            moved = [p for p, a in found if a == "moved"]
-            if moved and not failed:
-                for path in (p for p, a in found if a == "written"):
-                    self.facts.file(path).changed([f"moved here from {m}" for m in moved])
                 if action in ("edited", "written", "created", "deleted"):
                     changed.append(path)
+            moved = [p for p, a in named if a == "moved"]
+            if moved and not failed:
+                for path in (p for p, a in named if a == "written"):
+                    self.facts.file(path).changed([f"moved here from {m}" for m in moved])
             if not failed and result is not None:
                 self._resolve(command=text)
         else:

@@ -151,7 +151,7 @@ _CONTENTS_OF_RE = re.compile(
 def instruction_file(path: str) -> bool:
     """Whether ``path`` names an agent instruction file (:data:`INSTRUCTION_FILES`).
 
-    >>> instruction_file("/repo/CLAUDE.md"), instruction_file("docs/claude.md")
+    >>> instruction_file("/repo/CLAUDE.md"), instruction_file("CLAUDE.md.bak")
     (True, False)
     """
     return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] in INSTRUCTION_FILES

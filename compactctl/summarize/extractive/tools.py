@@ -202,7 +202,7 @@ def patch_changes(text: str) -> dict[str, list[str]]:
     {'a.py': ['renamed def old -> new']}
     """
     out: dict[str, list[str]] = {}
-    path, minus, plus = "", [], []
+    path, minus, plus = "", list[str](), list[str]()
     for line in [*text.split("\n"), "*** End Patch"]:
         match = _PATCH_FILE_RE.match(line) if line.startswith("*** ") else None
         if match or line.startswith("*** End Patch"):
