@@ -229,6 +229,14 @@ def compact_cmd(
             help=f"Messages kept verbatim (default {CompactOptions.keep_recent}).",
         ),
     ] = None,
+    keep_recent_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-recent-tokens",
+            help="The kept tail's budget in tokens (default "
+            f"{CompactOptions.keep_recent_tokens}); a larger kept output is micro-compacted.",
+        ),
+    ] = None,
     max_summary_chars: Annotated[
         int | None,
         typer.Option(
@@ -324,7 +332,8 @@ def compact_cmd(
                  micro_enabled=False if no_micro else None, micro=micro,
                  micro_trigger=micro_trigger, summary_trigger=summary_trigger,
                  input_token_threshold=input_token_threshold, strategy=strategy,
-                 keep_recent=keep_recent, format=summary_format,
+                 keep_recent=keep_recent, keep_recent_tokens=keep_recent_tokens,
+                 format=summary_format,
                  max_summary_chars=max_summary_chars, model=model, instructions=instructions,
                  redact=False if no_redact else None, min_saving=min_saving,
                  context_window=sh.context_window, encoding=sh.encoding_flag, timeout=timeout,

@@ -35,9 +35,9 @@ __all__ = [
 KNOWN_KEYS = frozenset(
     {
         "context_window", "dask", "db", "documents", "encoding", "input_token_threshold",
-        "instructions", "jobs",
-        "keep_recent", "keep_turns", "lock_timeout", "max_summary_chars", "micro_trigger",
-        "min_chars", "min_saving", "model", "num_retries", "pin_patterns", "preserve",
+        "instructions", "jobs", "keep_recent", "keep_recent_tokens", "keep_turns",
+        "lock_timeout", "max_summary_chars", "micro_trigger", "min_chars", "min_saving",
+        "model", "num_retries", "pin_patterns", "preserve",
         "redact", "scope", "strategy", "summary_format", "summary_trigger", "threshold",
         "tiers_model", "timeout", "torn_wait",
     }

@@ -192,10 +192,15 @@ class MicroParams:
 
 DEFAULT_PIN_PATTERNS: tuple[str, ...] = (
     r"<user_instructions>",
-    r"(?m)^#+ *(?:AGENTS|CLAUDE)\.md\b",
-    r"Contents of \S*(?:AGENTS|CLAUDE)\.md",
+    r"(?m)^#+ *(?:AGENTS|CLAUDE|GEMINI)\.md\b",
+    r"Contents of \S*(?:AGENTS|CLAUDE|GEMINI)\.md",
+    r"(?m)^--- Context from: ",
+    r"(?m)^#+ *\.cursorrules\b",
 )
-"""Regexes marking instruction-file contents (AGENTS.md, CLAUDE.md) as pinned."""
+"""Regexes marking injected instruction files as pinned: Codex's ``<user_instructions>``,
+AGENTS.md, CLAUDE.md and GEMINI.md headings or ``Contents of`` blocks, Gemini CLI's
+``--- Context from: FILE ---`` blocks, a ``.cursorrules`` heading. An instruction file read
+through a tool is kept verbatim by the summary instead (issue 15 point 9)."""
 
 SECTIONS_MAX_CHARS = 12000
 """Default budget of a ``sections`` summary in chars: about the 3000 tokens of tier L2
@@ -225,6 +230,12 @@ class CompactOptions:
             ``auto_compact``, 100000 there), used alongside the ratio.
         strategy: ``keep_recent`` or ``full_replace`` (NeoCode's compact protocol).
         keep_recent: messages kept verbatim by keep_recent (NeoCode's compact protocol: 10).
+        keep_recent_tokens: the kept tail's budget in tokens (issue 15 point 5): the newest
+            ``keep_recent`` messages, fewer when they are over this many tokens, never a
+            tool block split and never less than the newest block; a kept tool output over
+            half of it is micro-compacted. ``None``: messages alone count. 8,000 is twice
+            the default summary budget (``max_summary_tokens``), so that summary and tail
+            together stay near 12,000 tokens, 6% of a 200k-token window.
         format: ``sections`` or ``task-state`` (config key ``summary_format``).
         max_summary_chars: summary budget in chars; ``None`` = :data:`SECTIONS_MAX_CHARS`
             for sections, :data:`TASK_STATE_MAX_CHARS` for the task-state display summary.
@@ -245,7 +256,8 @@ class CompactOptions:
         emit_events: print compact_start / compact_done / compact_error JSON lines on stderr.
 
     Raises:
-        UsageError: an unknown strategy or format, or a negative ``keep_recent``.
+        UsageError: an unknown strategy or format, a negative ``keep_recent``, or a
+            ``keep_recent_tokens`` below 1.
     """
 
     force: bool = False
@@ -258,6 +270,7 @@ class CompactOptions:
     input_token_threshold: int | None = None
     strategy: str = "keep_recent"
     keep_recent: int = 10
+    keep_recent_tokens: int | None = 8000
     format: str = setting("sections", key="summary_format")
     max_summary_chars: int | None = None
     max_summary_tokens: int = 4000
@@ -280,6 +293,8 @@ class CompactOptions:
             raise UsageError(f"unknown format {self.format!r}; use sections or task-state")
         if self.keep_recent < 0:
             raise UsageError("keep_recent must be 0 or more")
+        if self.keep_recent_tokens is not None and self.keep_recent_tokens < 1:
+            raise UsageError("keep_recent_tokens must be 1 or more")
         if self.max_summary_tokens < 1:
             raise UsageError("max_summary_tokens must be 1 or more")
 

@@ -25,9 +25,10 @@ import orjson
 
 from compactctl.errors import SummarizerError, UsageError
 from compactctl.layers.base import LayerReport, Plan
-from compactctl.layers.micro import NAMESPACE, MicroLayer
+from compactctl.layers.micro import NAMESPACE, MicroLayer, apply_micro, plan_micro_view
 from compactctl.layers.options import CompactOptions
 from compactctl.model import (
+    CompactEvent,
     Event,
     Message,
     SummaryEvent,
@@ -57,6 +58,7 @@ __all__ = [
     "make_summarizer",
     "plan_compact",
     "select_span",
+    "tail_start",
     "user_constraints",
 ]
 
@@ -149,6 +151,37 @@ def _pinned(m: Message, first_user: str | None, patterns: Sequence[re.Pattern[st
     return False
 
 
+def tail_start(view: View, budget: int, size: Callable[[Message], int]) -> int:
+    """Where a tail of at most ``budget`` tokens starts: the smallest index ``i`` such that
+    ``view[i:]`` splits no tool block and its messages' ``size`` (tokens) sum to at most
+    ``budget``; the start of the newest block (or message) when even that one is larger.
+
+    >>> from compactctl.model import Message
+    >>> view = [Message({"type": "message", "uuid": str(i), "role": "user", "content": "x"})
+    ...         for i in range(5)]
+    >>> tail_start(view, 3, lambda m: 1), tail_start(view, 0, lambda m: 1)
+    (2, 4)
+    """
+    blocks = tool_block_keys(view)
+    index = {m.uuid: i for i, m in enumerate(view) if m.uuid is not None}
+    start = len(view)
+    used = 0
+    need = len(view)  # the earliest block start any message from i on belongs to
+    for i in range(len(view) - 1, -1, -1):
+        used += size(view[i])
+        key = blocks.get(view[i].uuid or "")
+        if key is not None:
+            need = min(need, index.get(key, i))
+        if need < i:
+            continue  # i is inside a block that starts earlier: no cut here
+        if used > budget and start < len(view):
+            break
+        start = i
+        if used > budget:
+            break  # the newest block alone is over the budget: it is kept whole
+    return start
+
+
 def select_span(
     view: View,
     *,
@@ -156,14 +189,19 @@ def select_span(
     keep_recent: int,
     first_user: str | None,
     patterns: Sequence[re.Pattern[str]] = (),
+    keep_recent_tokens: int | None = None,
+    size: Callable[[Message], int] | None = None,
 ) -> list[Message]:
     """The messages of the effective context a summary replaces (in order).
 
     keep_recent keeps the newest ``keep_recent`` messages, extended back so no tool block is
     split and so the newest turn is kept whole, unless that leaves nothing to summarize (one
-    long autonomous turn): then the turn's older tool blocks are summarized; full_replace
-    takes every message but the newest tool block when one of its calls has no result yet
-    (it is still running).
+    long autonomous turn): then the turn's older tool blocks are summarized. With
+    ``keep_recent_tokens`` and ``size`` (a message's tokens), the tail is cut further to
+    that many tokens (:func:`tail_start`: never a block split, never less than the newest
+    block; the newest turn's request is then summarized, and stays in the summary as the
+    latest request). full_replace takes every message but the newest tool block when one
+    of its calls has no result yet (it is still running).
     Pinned messages (system, the first user message, ``pinned: true``, pin patterns) and
     the earlier summary are never in the span.
     """
@@ -190,6 +228,9 @@ def select_span(
             if "summaryOf" not in m.data and (m.turn or 0) == last_turn and m.role == "user":
                 start = min(start, i)
                 break
+        if keep_recent_tokens is not None and size is not None:
+            by_tokens = tail_start(view, keep_recent_tokens, size)
+            start, within_turn = max(start, by_tokens), max(within_turn, by_tokens)
         span = [
             m
             for m in view[:start]
@@ -337,7 +378,8 @@ class CompactReport(LayerReport):
         micro event. summary: ``{"uuid", "replaces", "model", "format", "triggerMode"}``.
         reason: why nothing is appended. duration_ms: planning time in milliseconds.
         model_not_called: the model a dry run did not call (the extractive summarizer
-        stood in).
+        stood in). tail_micro: ``{"uuid", "targets"}`` of the micro event for the huge
+        outputs of the kept tail (``keep_recent_tokens``), when there is one.
     """
 
     path: str
@@ -357,11 +399,13 @@ class CompactReport(LayerReport):
     reason: str | None = None
     duration_ms: int | None = field(default=None, metadata={"omit_none": True})
     model_not_called: str | None = field(default=None, metadata={"omit_none": True})
+    tail_micro: dict[str, Any] | None = field(default=None, metadata={"omit_none": True})
 
     @property
     def targets_count(self) -> int:
         micro = self.micro["targets"] if self.micro else 0
-        return int(micro) + (int(self.summary["replaces"]) if self.summary else 0)
+        tail = self.tail_micro["targets"] if self.tail_micro else 0
+        return int(micro) + int(tail) + (int(self.summary["replaces"]) if self.summary else 0)
 
     @property
     def tokens_saved_count(self) -> int:
@@ -511,6 +555,11 @@ def _plan_compact(
     # the context after log + [micro] is view2, and a summary is applied to it alone.
     summaries = [e for e in new if isinstance(e, SummaryEvent)]
     after_view = view if not new else view2 if not summaries else replay([*view2, *summaries])
+    if summaries and opts.micro_enabled and opts.keep_recent_tokens is not None:
+        tail_event, after_view = _micro_tail(log + new, after_view, opts, counter, now)
+        if tail_event is not None:
+            new.append(tail_event)
+            report.tail_micro = {"uuid": tail_event.uuid, "targets": len(tail_event.targets)}
     after, chars_after = sizes.totals(after_view)
     if new and before and (before - after) / before < opts.min_saving:
         reasons.append(
@@ -518,7 +567,7 @@ def _plan_compact(
             f"(< {opts.min_saving:.0%}); nothing appended"
         )
         new, after, chars_after = [], before, chars_before
-        report.micro = report.summary = None
+        report.micro = report.summary = report.tail_micro = None
     for e in new:
         if isinstance(e, SummaryEvent):
             e.data["stats"] = {
@@ -552,6 +601,30 @@ def _plan_compact(
     return new, report, failed
 
 
+def _micro_tail(
+    log: list[Event],
+    view: View,
+    opts: CompactOptions,
+    counter: TokenCounter,
+    now: Callable[[], str],
+) -> tuple[CompactEvent | None, View]:
+    """A micro CompactEvent for the huge outputs of the kept tail (issue 15 point 5), and
+    the context after it: every tool output of ``view`` (the context after the summary)
+    over half of ``opts.keep_recent_tokens`` tokens, in any turn, the current one included
+    (micro compaction alone never touches it), except the tools of ``opts.micro.preserve``
+    and pinned messages. Its middle is elided as micro compaction elides it."""
+    assert opts.keep_recent_tokens is not None
+    limit = opts.keep_recent_tokens // 2
+    huge = [m for m in view if m.role == "tool" and counter.count(message_payload(m.data)) > limit]
+    if not huge:
+        return None, view
+    # keep_turns -1: no turn is protected, the current one included
+    event, _ = plan_micro_view(log, huge, replace(opts.micro, keep_turns=-1), timestamp=now())
+    if event is None:
+        return None, view
+    return event, apply_micro(view, event)
+
+
 def _summarize(
     log: list[Event],
     work: list[Event],
@@ -575,6 +648,8 @@ def _summarize(
         keep_recent=opts.keep_recent,
         first_user=first_user,
         patterns=patterns,
+        keep_recent_tokens=opts.keep_recent_tokens,
+        size=lambda m: counter.count(message_payload(m.data)),
     )
     if not span:
         return None

@@ -29,6 +29,8 @@ from compactctl.summarize.extractive.intent import (
     PENDING_RE,
     constraint_text,
     decision_rank,
+    injected_instructions,
+    instruction_file,
     long_enough,
     spoken_by_user,
     states_constraint,
@@ -53,16 +55,21 @@ from compactctl.summarize.extractive.prose import (
     text_of,
 )
 from compactctl.summarize.extractive.tools import (
+    CONTENT_KEYS,
+    EDIT_TEXT_KEYS,
     EDITOR_COMMANDS,
     KIND_ACTION,
     PATH_KEYS,
     PATH_LIST_KEYS,
     call_arguments,
+    code_changes,
     command_files,
     command_text,
+    patch_changes,
     patch_files,
     pathlike,
     plan_items,
+    progress_items,
     resolves,
     shell_command,
     tool_calls,
@@ -220,6 +227,8 @@ class Extractor:
         text = text_of(message.get("content")).strip()
         if not text:
             return
+        for name, body in injected_instructions(text):
+            self.facts.instructions[name] = body
         if not spoken_by_user(message, text):
             self.facts.stats.injected += 1
             return
@@ -313,12 +322,13 @@ class Extractor:
         summary = name
         changed: list[str] = []
 
+        progress = progress_items(args)  # Cline's focus chain rides on any tool call
+        if progress is not None:
+            self._plan(progress)
         if kind == "plan":
             items = plan_items(args)
             if items is not None:
-                self.newest_plan = items
-                self.plan_index = self.index
-                self.facts.done.extend(t for t, done in items if done)
+                self._plan(items)
         elif command:
             kind = "shell"
             text = command_text(command)
@@ -329,18 +339,28 @@ class Extractor:
             )
             record.runs += 1
             record.outcome = self._outcome(result, result_text, failed, code)
-            for path, action in command_files(command):
+            record.failures += int(failed)
+            named = command_files(command)
+            for path, action in named:
+                self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
                 if action in ("edited", "written", "created", "deleted"):
                     changed.append(path)
+            moved = [p for p, a in named if a == "moved"]
+            if moved and not failed:
+                for path in (p for p, a in named if a == "written"):
+                    self.facts.file(path).changed([f"moved here from {m}" for m in moved])
             if not failed and result is not None:
                 self._resolve(command=text)
         else:
             files = self._call_files(kind, args, result_text)
             for path, action in files:
+                self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
                 if action in ("edited", "written", "created", "deleted") and not failed:
                     changed.append(path)
+            if files and not failed:
+                self._code_changes(kind, args, files)
             if files:
                 summary = f"{name} {files[0][0]}"
             if not failed and result is not None:
@@ -373,6 +393,37 @@ class Extractor:
                     )
                 )
         return changed
+
+    def _code_changes(
+        self, kind: str, args: Mapping[str, Any], files: list[tuple[str, str]]
+    ) -> None:
+        """What an edit, write or patch call did to functions and classes, per file."""
+        for value in args.values():
+            if isinstance(value, str) and "*** Begin Patch" in value:
+                for path, changes in patch_changes(value).items():
+                    self.facts.file(path).changed(changes)
+        if kind not in ("edit", "write"):
+            return
+        path = files[0][0]
+        for old_key, new_key in EDIT_TEXT_KEYS:
+            old, new = args.get(old_key), args.get(new_key)
+            if isinstance(old, str) and isinstance(new, str):
+                self.facts.file(path).changed(code_changes(old, new))
+                return
+        content = next((args[k] for k in CONTENT_KEYS if isinstance(args.get(k), str)), None)
+        if content is not None and files[0][1] == "created":
+            self.facts.file(path).changed(code_changes("", content)[:8])
+
+    def _instructions_read(self, path: str, action: str, text: str, failed: bool) -> None:
+        """An instruction file read through a tool: its output is kept verbatim."""
+        if action == "read" and not failed and text.strip() and instruction_file(path):
+            self.facts.instructions[path.strip()] = text.strip()
+
+    def _plan(self, items: list[tuple[str, bool]]) -> None:
+        """A plan or todo list: the newest one's open items are the pending tasks."""
+        self.newest_plan = items
+        self.plan_index = self.index
+        self.facts.done.extend(t for t, done in items if done)
 
     def _call_files(
         self, kind: str, args: Mapping[str, Any], result_text: str

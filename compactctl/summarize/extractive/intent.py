@@ -30,6 +30,9 @@ from compactctl.text import (
 
 __all__ = [
     "CHECKBOX_RE",
+    "INSTRUCTION_FILES",
+    "injected_instructions",
+    "instruction_file",
     "DEFER_RE",
     "NEXT_LABEL_RE",
     "NEXT_RE",
@@ -104,6 +107,60 @@ task notifications, system reminders, slash-command echoes, hook and local-comma
 (:data:`compactctl.text.CLAUDE_CODE_INJECTED`), and Codex's environment context, instruction
 blocks and other items it injects (:data:`compactctl.text.CODEX_INJECTED`): the lists the
 importers use. Such a message is never a request, a constraint or "the user said"."""
+
+
+#: The base names of agent instruction files: Codex and others (AGENTS.md), Claude Code
+#: (CLAUDE.md, CLAUDE.local.md), Gemini CLI (GEMINI.md), Cursor (.cursorrules), Windsurf
+#: (.windsurfrules), Cline (.clinerules), GitHub Copilot (copilot-instructions.md).
+INSTRUCTION_FILES = frozenset(
+    {
+        "AGENTS.md",
+        "AGENT.md",
+        "CLAUDE.md",
+        "CLAUDE.local.md",
+        "GEMINI.md",
+        ".cursorrules",
+        ".windsurfrules",
+        ".clinerules",
+        "copilot-instructions.md",
+    }
+)
+_CONTEXT_FROM_RE = re.compile(
+    r"^--- Context from: (?P<name>[^\n]+?) ---\n(?P<body>.*?)"
+    r"(?:^--- End of Context from: (?P=name) ---$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+_USER_INSTRUCTIONS_RE = re.compile(
+    r"<user_instructions>\s*(?P<body>.*?)\s*(?:</user_instructions>|\Z)", re.DOTALL
+)
+_CONTENTS_OF_RE = re.compile(
+    r"^Contents of (?P<name>\S+) \([^\n]*\):\n\n?(?P<body>.*?)(?=^Contents of \S+ \(|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def instruction_file(path: str) -> bool:
+    """Whether ``path`` names an agent instruction file (:data:`INSTRUCTION_FILES`).
+
+    >>> instruction_file("/repo/CLAUDE.md"), instruction_file("CLAUDE.md.bak")
+    (True, False)
+    """
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] in INSTRUCTION_FILES
+
+
+def injected_instructions(text: str) -> list[tuple[str, str]]:
+    """The instruction files injected into a message's ``text``, as ``(name, body)``:
+    Gemini CLI's ``--- Context from: GEMINI.md ---`` blocks, Claude Code's ``Contents of
+    /x/CLAUDE.md (...):`` blocks, Codex's ``<user_instructions>`` (name ``AGENTS.md``).
+
+    >>> injected_instructions("--- Context from: GEMINI.md ---\\nUse tabs.\\n"
+    ...                       "--- End of Context from: GEMINI.md ---")
+    [('GEMINI.md', 'Use tabs.')]
+    """
+    found = [(m["name"], m["body"].strip()) for m in _CONTEXT_FROM_RE.finditer(text)]
+    found += [(m["name"], m["body"].strip()) for m in _CONTENTS_OF_RE.finditer(text)]
+    found += [("AGENTS.md", m["body"].strip()) for m in _USER_INSTRUCTIONS_RE.finditer(text)]
+    return [(name, body) for name, body in found if body]
 
 
 def spoken_by_user(message: Mapping[str, Any], text: str) -> bool:

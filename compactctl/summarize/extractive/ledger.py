@@ -41,10 +41,17 @@ class FileEntry:
 
     path: str
     actions: dict[str, int] = field(default_factory=dict)
+    changes: list[str] = field(default_factory=list)
+    """What the edits did, in words (``added def x``, ``renamed class A -> B``, ``moved
+    here from a.py``), each once, oldest first (issue 15 point 3)."""
 
     def add(self, action: str, count: int = 1) -> None:
         """Count ``action`` ``count`` more times."""
         self.actions[action] = self.actions.get(action, 0) + count
+
+    def changed(self, changes: list[str]) -> None:
+        """Record ``changes`` (see :attr:`changes`), each once."""
+        self.changes.extend(c for c in changes if c not in self.changes)
 
     @property
     def modified(self) -> bool:
@@ -52,12 +59,14 @@ class FileEntry:
         return any(a in ("edited", "written", "created", "deleted", "moved") for a in self.actions)
 
     def line(self, with_actions: bool = True) -> str:
-        """The ledger line: the path in backticks, then ``— edited ×2, read`` (no actions:
-        the path alone)."""
+        """The ledger line: the path in backticks, then ``— edited ×2, read`` and what the
+        edits did, ``; added def x, removed def y`` (the newest 8 changes; no actions: the
+        path alone)."""
         if not with_actions or not self.actions:
             return backticked(self.path)
         parts = [a if n == 1 else f"{a} ×{n}" for a, n in self.actions.items()]
-        return f"{backticked(self.path)} — {', '.join(parts)}"
+        line = f"{backticked(self.path)} — {', '.join(parts)}"
+        return line + ("; " + ", ".join(self.changes[-8:]) if self.changes else "")
 
 
 @dataclass
@@ -70,14 +79,22 @@ class CommandEntry:
     runs: int = 0
     outcome: str = ""
     failed_before: bool = False
+    failures: int = 0
+    """How many of the runs failed (0: unknown when ``failed_before``, read back from an
+    older summary)."""
 
     def line(self, with_outcome: bool = True) -> str:
-        """The ledger line: ``ran``, the command in backticks, then ``×3 — ok, 7 passed;
-        earlier runs failed``."""
+        """The ledger line, the command's current state (issue 15 point 3): ``ran``, the
+        command in backticks, then ``×3 — ok, 7 passed; 2 of 3 runs failed`` (the last
+        run's outcome and pytest counts, then how many runs failed)."""
         head = f"ran {backticked(self.command)}" + (f" ×{self.runs}" if self.runs > 1 else "")
         if not with_outcome or not self.outcome:
             return head
-        tail = self.outcome + ("; earlier runs failed" if self.failed_before else "")
+        tail = self.outcome
+        if self.failures and self.runs > 1:
+            tail += f"; {self.failures} of {self.runs} runs failed"
+        elif self.failed_before:
+            tail += "; earlier runs failed"
         return f"{head} — {tail}"
 
 
@@ -203,6 +220,9 @@ class Facts:
     next_step: str = ""
     stats: Stats = field(default_factory=Stats)
     prior_merged: str = ""
+    instructions: dict[str, str] = field(default_factory=dict)
+    """Instruction files (AGENTS.md, CLAUDE.md ...), injected or read through a tool: their
+    name -> their text, verbatim (issue 15 point 9); the newest text of a name wins."""
 
     def file(self, path: str) -> FileEntry:
         """The entry of ``path`` (quotes and blanks around it removed), made on first use."""

@@ -40,6 +40,7 @@ from compactctl.summarize.extractive.render import (
     NONE_BULLET,
     RAN_OK_PREFIX,
     READ_ONLY_PREFIX,
+    read_instruction_bullet,
 )
 from compactctl.summarize.extractive.tools import resolves
 from compactctl.summarize.summary_format import (
@@ -56,12 +57,22 @@ _COMMAND_LINE_RE = re.compile(
     r"^ran (`+) ?(?P<cmd>.+?) ?\1(?: ×(?P<runs>\d+))?"
     r"(?: — (?P<outcome>.*))?$"
 )
+_FAILED_RUNS_RE = re.compile(r"; (?P<failed>\d+) of \d+ runs failed$")
 _ERROR_SOURCE_RE = re.compile(r"^(`+) ?(?P<cmd>.+?) ?\1 failed")
 _ACTION_RE = re.compile(r"^(?P<action>.+?)(?: ×(?P<count>\d+))?$")
 _LABEL_RE = re.compile(r"^(?P<label>T\d+): (?P<text>.*)$", re.DOTALL)
 _LATEST_RE = re.compile(
     "^" + LATEST_PREFIX + r"(?: \((?P<label>[^)]*)\))?: (?P<text>.*)$", re.DOTALL
 )
+
+
+def _prior_instructions(facts: Facts, item: str) -> bool:
+    """Read an ``Instructions from NAME (verbatim):`` bullet into ``facts``; False for any
+    other bullet."""
+    found = read_instruction_bullet(item)
+    if found is not None:
+        facts.instructions[found[0]] = found[1]
+    return found is not None
 
 
 def _prior_latest(facts: Facts, item: str) -> bool:
@@ -92,7 +103,9 @@ def _prior_file(facts: Facts, line: str) -> None:
         facts.file(line)
         return
     record = facts.file(match.group("path"))
-    for part in (match.group("actions") or "").split(", "):
+    actions, _, changes = (match.group("actions") or "").partition("; ")
+    record.changed([c for c in changes.split(", ") if c])
+    for part in actions.split(", "):
         action = _ACTION_RE.match(part.strip())
         if action and part.strip():
             record.add(action.group("action"), int(action.group("count") or 1))
@@ -109,8 +122,15 @@ def _prior_command(facts: Facts, line: str) -> bool:
     outcome = match.group("outcome") or ""
     failed_before = outcome.endswith("; earlier runs failed")
     outcome = outcome.removesuffix("; earlier runs failed")
+    counted = _FAILED_RUNS_RE.search(outcome)
+    failures = int(counted.group("failed")) if counted else 0
+    outcome = outcome[: counted.start()] if counted else outcome
     facts.commands[match.group("cmd")] = CommandEntry(
-        match.group("cmd"), int(match.group("runs") or 1), outcome, failed_before
+        match.group("cmd"),
+        int(match.group("runs") or 1),
+        outcome,
+        failed_before or failures > 0,
+        failures,
     )
     return True
 
@@ -136,7 +156,7 @@ def _facts_from_sections(text: str) -> Facts:
     for item in parsed.get("Primary Request", []):
         if item.startswith(CONSTRAINT_PREFIX):
             facts.constraints.append(item.removeprefix(CONSTRAINT_PREFIX))
-        elif _prior_latest(facts, item):
+        elif _prior_instructions(facts, item) or _prior_latest(facts, item):
             continue
         elif not item.startswith(FOCUS_PREFIX) and item != NONE_BULLET:
             facts.primary.append(item)
@@ -207,7 +227,9 @@ def _facts_from_task_state(state: Mapping[str, Any]) -> Facts:
     facts.decisions = [
         Decision(d, decision_rank(d) or 2, i) for i, d in enumerate(strings("decisions"))
     ]
-    facts.constraints = strings("user_constraints")
+    facts.constraints = [
+        c for c in strings("user_constraints") if not _prior_instructions(facts, c)
+    ]
     return facts
 
 
@@ -266,13 +288,15 @@ def merge(prior: Facts, new: Facts) -> Facts:
             target = merged.file(path)
             for action, count in record.actions.items():
                 target.add(action, count)
+            target.changed(record.changes)
         for text, command in source.commands.items():
             old = merged.commands.get(text)
             if old is None:
                 merged.commands[text] = CommandEntry(
-                    text, command.runs, command.outcome, command.failed_before
+                    text, command.runs, command.outcome, command.failed_before, command.failures
                 )
             else:
+                old.failures += command.failures
                 old.failed_before = (
                     old.failed_before
                     or command.failed_before
@@ -304,5 +328,6 @@ def merge(prior: Facts, new: Facts) -> Facts:
     merged.current = new.current or prior.current
     merged.last_message = new.last_message
     merged.next_step = new.next_step or ("" if new.current else prior.next_step)
+    merged.instructions = {**prior.instructions, **new.instructions}
     merged.prior_merged = "yes"
     return merged

@@ -44,15 +44,19 @@ from compactctl.summarize.summary_format import (
     render_task_state,
     truncate_at_bullet,
 )
-from compactctl.text import clip
+from compactctl.text import FENCE_RE, clip
 
 __all__ = [
     "CONSTRAINT_PREFIX",
     "DONE_PREFIX",
     "FOCUS_PREFIX",
+    "INSTRUCTIONS_MAX_CHARS",
+    "INSTRUCTIONS_PREFIX",
     "LATEST_PREFIX",
     "NONE_BULLET",
+    "instruction_bullets",
     "latest_line",
+    "read_instruction_bullet",
     "render_as_sections",
     "render_as_task_state",
 ]
@@ -67,6 +71,52 @@ FOCUS_PREFIX = "Focus for this summary: "
 LATEST_PREFIX = "Latest request"
 #: The prefix of a done item under Problem Solving.
 DONE_PREFIX = "Done: "
+
+
+#: The prefix of an instruction file's bullet under Primary Request (then its name and
+#: :data:`INSTRUCTIONS_LABEL`, then its text on the next lines).
+INSTRUCTIONS_PREFIX = "Instructions from "
+INSTRUCTIONS_LABEL = " (verbatim):"
+#: The characters of instruction-file text a summary copies, all files together (about
+#: 1,200 tokens, under a third of the default 4,000-token summary budget); a text past its
+#: share is cut at a line end and says how many characters were not copied.
+INSTRUCTIONS_MAX_CHARS = 4000
+
+
+def instruction_bullets(facts: Facts) -> list[str]:
+    """One bullet per instruction file of ``facts``: ``Instructions from NAME (verbatim):``
+    and its text, every line indented two spaces (so no line of it reads as a heading or a
+    bullet of the summary), within :data:`INSTRUCTIONS_MAX_CHARS` in all (the files in the
+    order they were seen, each cut at a line end to what is left, with a note)."""
+    out = []
+    left = INSTRUCTIONS_MAX_CHARS
+    for name, body in facts.instructions.items():
+        text = body
+        if len(text) > left:
+            cut = text.rfind("\n", 0, max(left, 0))
+            kept = text[: cut if cut > 0 else max(left, 0)].rstrip()
+            text = kept + f"\n[{len(body) - len(kept)} more characters of {name} not copied]"
+        left -= len(text)
+        lines = text.split("\n")
+        if sum(1 for line in lines if FENCE_RE.match(line)) % 2:
+            lines.append("```")  # an unclosed fence would swallow the sections after it
+        out.append(
+            INSTRUCTIONS_PREFIX
+            + name
+            + INSTRUCTIONS_LABEL
+            + "\n"
+            + "\n".join("  " + x for x in lines)
+        )
+    return out
+
+
+def read_instruction_bullet(item: str) -> tuple[str, str] | None:
+    """``(name, text)`` of a bullet of :func:`instruction_bullets` read back, else None."""
+    head, _, body = item.partition("\n")
+    if not (head.startswith(INSTRUCTIONS_PREFIX) and head.endswith(INSTRUCTIONS_LABEL)):
+        return None
+    name = head[len(INSTRUCTIONS_PREFIX) : -len(INSTRUCTIONS_LABEL)]
+    return name, "\n".join(x.removeprefix("  ") for x in body.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -349,6 +399,7 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
     if request.instructions.strip():
         primary.append(FOCUS_PREFIX + clip(one_line(request.instructions), max(prose, 100)))
     primary += [CONSTRAINT_PREFIX + c for c in facts.constraints]
+    primary += instruction_bullets(facts)
     problem = _command_bullets(facts, detail)
     problem += [
         DONE_PREFIX + clip(inline(d), detail.pending_cap) for d in facts.done[: detail.done_items]
@@ -510,7 +561,7 @@ def _task_state(facts: Facts, level: int = 0) -> TaskState:
         blockers=[e.ledger() for e in facts.errors if not e.resolved and not e.found],
         key_artifacts=_file_bullets(facts, detail) + _command_bullets(facts, detail),
         decisions=[d.text for d in _top_decisions(facts, len(facts.decisions))],
-        user_constraints=list(facts.constraints),
+        user_constraints=list(facts.constraints) + instruction_bullets(facts),
     )
 
 

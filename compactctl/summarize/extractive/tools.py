@@ -18,6 +18,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from compactctl.summarize.extractive.intent import CHECKBOX_RE
 from compactctl.summarize.extractive.prose import LEDGER_LINE_MAX
 from compactctl.text import clip
 
@@ -26,13 +27,19 @@ __all__ = [
     "KIND_ACTION",
     "PATH_KEYS",
     "PATH_LIST_KEYS",
+    "CONTENT_KEYS",
+    "EDIT_TEXT_KEYS",
     "call_arguments",
+    "code_changes",
+    "definitions",
     "clear_caches",
     "command_files",
     "command_text",
+    "patch_changes",
     "patch_files",
     "pathlike",
     "plan_items",
+    "progress_items",
     "resolves",
     "shell_command",
     "tool_calls",
@@ -80,7 +87,7 @@ EDITOR_COMMANDS = {
     "insert": "edited",
     "undo_edit": "edited",
 }
-_PLAN_ITEM_KEYS = ("plan", "todos", "items", "tasks", "steps")
+_PLAN_ITEM_KEYS = ("plan", "todos", "items", "tasks", "steps", "task_list")
 _PLAN_TEXT_KEYS = ("step", "content", "text", "title", "task", "description")
 _DONE_STATUSES = frozenset({"completed", "complete", "done", "finished", "cancelled", "canceled"})
 
@@ -93,9 +100,11 @@ def tool_kind(name: str) -> str:
 
     >>> [tool_kind(n) for n in ("update_plan", "bash", "apply_patch", "read_file")]
     ['plan', 'shell', 'patch', 'read']
+    >>> tool_kind("task_tracker"), tool_kind("TodoWrite")
+    ('plan', 'plan')
     """
     n = name.lower()
-    if re.search(r"todo|plan", n):
+    if re.search(r"todo|plan|task_tracker", n):
         return "plan"
     if n in _SHELL_NAMES or re.search(r"bash|shell|terminal|exec", n):
         return "shell"
@@ -136,6 +145,76 @@ def pathlike(token: str) -> bool:
     if _NUMBERS_RE.fullmatch(token) or not _PATH_TOKEN_RE.match(token):
         return False
     return "/" in token or _EXT_RE.search(token) is not None
+
+
+_DEFINITION_RE = re.compile(
+    r"^[ \t+-]?[ \t]*(?:export[ \t]+)?(?:async[ \t]+)?(?:pub[ \t]+)?"
+    r"(?P<kind>def|class|function|fn|func)[ \t]+(?P<name>[A-Za-z_]\w*)",
+    re.MULTILINE,
+)
+#: (old, new) argument pairs of edit tools: Claude Code's Edit, the str_replace editors,
+#: and Cline's ``replace_in_file`` texts.
+EDIT_TEXT_KEYS = (
+    ("old_string", "new_string"),
+    ("old_str", "new_str"),
+    ("oldText", "newText"),
+    ("old_text", "new_text"),
+)
+#: Arguments that carry a whole file's new text (write and create tools).
+CONTENT_KEYS = ("content", "file_text", "contents", "text")
+
+
+def definitions(text: str) -> list[tuple[str, str]]:
+    """``(kind, name)`` of the functions and classes ``text`` defines (Python ``def`` and
+    ``class``, JavaScript ``function``, Rust ``fn``, Go ``func``), in order, each once.
+
+    >>> definitions("class A:\\n    async def run(self):\\n        pass\\nfn main() {}")
+    [('class', 'A'), ('def', 'run'), ('fn', 'main')]
+    """
+    seen: dict[tuple[str, str], None] = {}
+    for match in _DEFINITION_RE.finditer(text):
+        seen.setdefault((match["kind"], match["name"]), None)
+    return list(seen)
+
+
+def code_changes(old: str, new: str) -> list[str]:
+    """What an edit from ``old`` to ``new`` did to definitions, in words: ``added def x``,
+    ``removed class Y``, ``renamed def a -> b`` (one of a kind removed, one added).
+
+    >>> code_changes("def load(x):\\n    pass", "def load_page(x):\\n    pass")
+    ['renamed def load -> load_page']
+    >>> code_changes("", "class Pager:\\n    def flush(self): ...")
+    ['added class Pager', 'added def flush']
+    """
+    before, after = definitions(old), definitions(new)
+    added = [d for d in after if d not in before]
+    removed = [d for d in before if d not in after]
+    if len(added) == len(removed) == 1 and added[0][0] == removed[0][0]:
+        return [f"renamed {removed[0][0]} {removed[0][1]} -> {added[0][1]}"]
+    return [f"added {k} {n}" for k, n in added] + [f"removed {k} {n}" for k, n in removed]
+
+
+def patch_changes(text: str) -> dict[str, list[str]]:
+    """Per file of an ``apply_patch`` body, :func:`code_changes` of its ``-`` and ``+``
+    lines.
+
+    >>> patch_changes("*** Update File: a.py\\n@@\\n-def old():\\n+def new():\\n")
+    {'a.py': ['renamed def old -> new']}
+    """
+    out: dict[str, list[str]] = {}
+    path, minus, plus = "", list[str](), list[str]()
+    for line in [*text.split("\n"), "*** End Patch"]:
+        match = _PATCH_FILE_RE.match(line) if line.startswith("*** ") else None
+        if match or line.startswith("*** End Patch"):
+            changes = code_changes("\n".join(minus), "\n".join(plus)) if path else []
+            if changes:
+                out.setdefault(path, []).extend(changes)
+            path, minus, plus = (match["path"] if match else ""), [], []
+        elif line.startswith("-"):
+            minus.append(line[1:])
+        elif line.startswith("+"):
+            plus.append(line[1:])
+    return out
 
 
 def patch_files(text: str) -> list[tuple[str, str]]:
@@ -414,8 +493,35 @@ def resolves(success: str, failure: str) -> bool:
     return bool(prog_s) and prog_s == prog_f and args_s <= args_f
 
 
+def progress_items(args: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
+    """(text, done) items of Cline's focus chain: the Markdown checklist a tool call of any
+    tool carries in its ``task_progress`` argument; None when it carries none.
+
+    >>> progress_items({"command": "ls", "task_progress": "- [x] read\\n- [ ] fix"})
+    [('read', True), ('fix', False)]
+    """
+    value = args.get("task_progress")
+    if not isinstance(value, str):
+        return None
+    items = []
+    for line in value.split("\n"):
+        match = CHECKBOX_RE.match(line)
+        if match:
+            items.append((match.group("text"), match.group("mark") != " "))
+    return items or None
+
+
 def plan_items(args: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
-    """(text, done) items of a plan/todo tool call, or None when it carries no list."""
+    """(text, done) items of a plan/todo tool call, or None when it carries no list: the
+    ``plan`` of Codex's ``update_plan``, the ``todos`` of Claude Code's ``TodoWrite``, the
+    ``task_list`` of OpenHands' ``task_tracker`` (status ``todo``/``in_progress``/``done``)
+    and the lists of other todo tools (:data:`_PLAN_ITEM_KEYS`).
+
+    >>> plan_items({"command": "plan", "task_list": [
+    ...     {"id": "1", "title": "Fix the pager", "status": "done"},
+    ...     {"id": "2", "title": "Add a test", "status": "todo"}]})
+    [('Fix the pager', True), ('Add a test', False)]
+    """
     for key in _PLAN_ITEM_KEYS:
         value = args.get(key)
         if isinstance(value, list):

@@ -43,14 +43,22 @@ def _passes(records: list[dict[str, Any]], passes: int, fmt: str) -> tuple[list[
     return log, sizes
 
 
+@pytest.mark.parametrize("passes", [10, 30])
 @pytest.mark.parametrize("fmt", ["sections", "task-state"])
-def test_budget_holds_over_incremental_passes(fmt: str) -> None:
+def test_budget_holds_over_incremental_passes(fmt: str, passes: int) -> None:
+    """A 330-turn session compacted in ``passes`` steps (append a part, compact, repeat):
+    every summary within ``max_summary_tokens``, and every constraint and decision, those of
+    the first pass included, still in the effective context at the end."""
     records, probes = probed_session(SEED, 330)
-    log, sizes = _passes(records, 10, fmt)
+    log, sizes = _passes(records, passes, fmt)
     assert max(sizes) <= CompactOptions().max_summary_tokens, sizes
     # the size stays flat: the last pass is no bigger than 1.5x the median pass
     assert sizes[-1] <= 1.5 * sorted(sizes)[len(sizes) // 2] + 500, sizes
     context = Context(replay(log))
+    users = [r.get("turnId") for r in records if r.get("role") == "user"]
+    first_cut = users[len(users) // passes]
+    first = [p for p in probes if p["kind"] in ("user_constraint", "decision")]
+    assert any(p["turn"] < first_cut for p in first)  # the first pass had some to keep
     for kind in ("user_constraint", "decision", "first_request", "latest_request"):
         lost = [
             p["text"]
