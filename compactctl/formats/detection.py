@@ -25,7 +25,9 @@ Anthropic managed-agent logs read that way).
 
 >>> examine([{"role": "user", "content": "hi"}]).name
 'openai-chat'
->>> d = examine([{"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}])
+>>> examine([{"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}]).name
+'cursor-agent'
+>>> d = examine([{"role": "user", "content": {"text": "hi"}}])  # dict content: no reader's
 >>> d.name is None
 True
 """

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from compactctl.app.inspector import prompt_tokens
+from compactctl.tokens import prompt_tokens
 from compactctl.errors import UsageError
 from compactctl.layers.options import CompactOptions
 from compactctl.layers.summary import plan_compact, tail_start

@@ -378,7 +378,7 @@ def test_tiers_swap_in_a_smaller_tier_only_when_the_context_needs_it(tmp_path: P
     assert again is None and "showing the whole summary" in report["reason"]
     # the same context in a window with little room left: a tier is swapped in
     rest = [m for m in replay(events) if "summaryOf" not in m.data]
-    from compactctl.app.inspector import prompt_tokens
+    from compactctl.tokens import prompt_tokens
 
     tight = prompt_tokens(rest, COUNTER) + 12_000  # 10% of the room: 1,200 tokens
     swapped, report = plan_tiers([*events, event], counter=COUNTER, timestamp="t",
