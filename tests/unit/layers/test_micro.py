@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.app.inspector import inspect_events, prompt_tokens
+from compactctl.app.inspector import inspect_events
 from compactctl.layers.micro import (
     _SALIENT,
     MicroParams,
@@ -23,7 +23,7 @@ from compactctl.layers.summary import CompactOptions, plan_compact
 from compactctl.media import image_tokens
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.replay import replay
-from compactctl.tokens import TokenCounter
+from compactctl.tokens import TokenCounter, prompt_tokens
 from tests.unit.test_media import b64, png
 
 NOW = "2025-01-01T00:00:00Z"

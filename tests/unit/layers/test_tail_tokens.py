@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 
-from compactctl.tokens import prompt_tokens
 from compactctl.errors import UsageError
 from compactctl.layers.options import CompactOptions
 from compactctl.layers.summary import plan_compact, tail_start
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.replay import replay
-from compactctl.tokens import TokenCounter
+from compactctl.tokens import TokenCounter, prompt_tokens
 from tests.helpers import broken_blocks, msg
 
 
