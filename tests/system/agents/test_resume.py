@@ -40,6 +40,11 @@ SCRIPT: Script = {
     + [[Text("All 24 parts are read; part_23.txt ends the series.")]],
 }
 KEEP_RECENT = "5"
+KEEP_RECENT_TOKENS = {"claude": "20000", "codex": "10000"}
+"""The tail's token budget, by agent: the last step's three outputs are about 17,000 tokens
+as Claude Code records them (about 8,000 as Codex does), over the default 8,000, which would
+keep none of its calls (the closing text is the newest block); these keep that step and not
+the one before. This test is about the calls and results of a kept tail."""
 """Messages kept verbatim: the last step (an assistant message of 3 calls, their 3 results)
 and the closing text. The agents' own system prompt and tools are about 100 KB of every
 request, so the history left must be small for the request to be 3 times smaller."""
@@ -120,7 +125,9 @@ def _user_texts(items: list[Any]) -> list[str]:
 def _compactctl(path: Path, tmp: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "compactctl", "compact", "--force", "--as", "native",
-         "--keep-recent", KEEP_RECENT, "--db", str(tmp / "store.db"), *flags, str(path)],
+         "--keep-recent", KEEP_RECENT, "--keep-recent-tokens",
+         KEEP_RECENT_TOKENS["codex" if path.name.startswith("rollout-") else "claude"],
+         "--db", str(tmp / "store.db"), *flags, str(path)],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -141,7 +141,8 @@ def test_every_configurable_field_has_a_parser_and_every_key_a_use() -> None:
                 env = {"COMPACTCTL_" + key.upper(): "1"}
                 with contextlib.suppress(UsageError):  # a value "1" may be out of range
                     resolve(cls, {}, _settings(env=env))  # a TypeError: no parser
-    app_keys = {"jobs", "db", "lock_timeout", "torn_wait", "encoding", "context_window"}
+    app_keys = {"jobs", "db", "lock_timeout", "torn_wait", "encoding", "context_window", "dask",
+                "documents"}  # fmt: skip
     assert KNOWN_KEYS - used <= app_keys
     assert "min_chars" in used and "lsh_min_items" not in used
 
