@@ -204,3 +204,14 @@ def test_documents_in_folders_are_opt_in(tmp_path: Path) -> None:
     opted = run_cli("inspect", "--json", "--estimate", "--documents", str(tmp_path))
     found = {Path(f["path"]).name: f["format"] for f in orjson.loads(opted.stdout)["files"]}
     assert opted.returncode == 0 and found == {"g.json": "gemini-cli", "s.jsonl": "canonical"}
+
+
+def test_documents_with_o_dir_refuse_two_inputs_for_one_output(tmp_path: Path) -> None:
+    import shutil
+
+    for name in ("gemini-cli-described.json", "gemini-cli-described.jsonl"):
+        shutil.copyfile(FIXTURES / "formats" / name, tmp_path / name)
+    out = tmp_path / "out"
+    r = run_cli("compact", "--force", "--documents", "-o", f"{out}/", str(tmp_path))
+    assert r.returncode == 2 and b"two inputs would both be written to" in r.stderr
+    assert not out.exists() or not list(out.iterdir())
