@@ -316,6 +316,13 @@ class Session:
         """The session's :class:`SessionMeta`, decided on first use."""
         event = self.session_event
         model = event.model if event else None
+        if model is None:  # no session model: the first message that names one (Gemini CLI
+            # and opencode record the model on each answer, not on the session)
+            model = next(
+                (m for e in self.events if isinstance(e, Message)
+                 and isinstance(m := e.data.get("model"), str) and m),
+                None,
+            )  # fmt: skip
         return SessionMeta(
             model=model,
             key=session_key(event, self.path),

@@ -179,6 +179,7 @@ class InspectAccumulator:
         self.bom = False
         self.findings: list[Finding] = []
         self._session: SessionEvent | None = None
+        self._message_model: str | None = None  # the first message naming a model
         self._lines = 0  # the last source line seen: a foreign line gives 0, 1 or more events
         self._turn = 0  # the running turn id (jsonl.assign_turns)
         self._max_turn: int | None = None
@@ -258,6 +259,8 @@ class InspectAccumulator:
                 # a message
                 if counter is None:
                     raise UnknownCounter("a message comes before the session event")
+                if self._message_model is None and isinstance(data.get("model"), str):
+                    self._message_model = data["model"] or None
                 role = data.get("role")
                 if not isinstance(role, str):
                     role = ""
@@ -389,6 +392,7 @@ class InspectAccumulator:
                 replayed; without one it is every message).
         """
         model = self._session.model if self._session else None
+        model = model or self._message_model  # as compactctl.session.Session.meta decides
         counter = self.counter or TokenCounter(encoding_name(None, model))
         findings = self.findings + [
             _finding(line, "tool-call-without-result", f"tool call {cid} has no result")

@@ -141,7 +141,8 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
             else:
                 os.makedirs(output_dir, exist_ok=True)
     if output is not None or output_dir is not None:
-        files, _ = discover(paths)
+        files, _ = discover(paths, documents=settings.get("documents", flags.get("documents"),
+                                                          False, bool))  # fmt: skip
         if output is not None and len(files) > 1:
             raise UsageError(
                 f"-o {output} would receive {len(files)} transcripts; give a folder "
@@ -179,7 +180,7 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
     tier = flags.get("tier")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         raise UsageError(f"--tier must be L0, L1 or L2, not {tier!r}")
-    fields = {k: v for k, v in flags.items() if k != "native_ok"}
+    fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents")}
     return resolve(OutputOptions, {**fields, "output": output, "output_dir": output_dir}, settings)
 
 

@@ -139,10 +139,20 @@ class Context:
             _contains(s, probe.text, word) for s in message_strings(source)
         ):
             return EXACT
-        key = normalise(probe.text)
+        found = self._in_context(probe.text, word)
+        if found is None:  # a summary carries the fact with its secrets redacted
+            from compactctl.summarize.redact import redact
+
+            hidden = redact(probe.text)
+            if hidden != probe.text:
+                found = self._in_context(hidden, word)
+        return found
+
+    def _in_context(self, text: str, word: bool) -> str | None:
+        key = normalise(text)
         if not key or not _contains(self.folded, key, word):
             return None
-        return EXACT if _contains(self.text, probe.text, word) else NORMALISED
+        return EXACT if _contains(self.text, text, word) else NORMALISED
 
     def check(self, probes: Sequence[Probe]) -> list[str | None]:
         """:meth:`match` of each probe, in order."""

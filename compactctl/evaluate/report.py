@@ -145,7 +145,8 @@ class FileEval:
     def to_json(self) -> dict[str, Any]:
         """This file's entry of ``eval --json`` (the schema in the module docstring)."""
         probes = self.counts.to_json()
-        probes["lost"] = [{"kind": p.kind, "text": p.text, "line": p.line} for p in self.lost]
+        probes["lost"] = [{"kind": p.kind, "text": _shown(p.text), "line": p.line}
+                          for p in self.lost]  # fmt: skip
         doc: dict[str, Any] = {
             "path": self.path,
             "tokensBefore": self.tokens_before,
@@ -279,7 +280,7 @@ def eval_table(result: FileEval, *, verbose: bool = False, lost_limit: int = 20)
     if lost:
         shown = lost if verbose else lost[:lost_limit]
         lines += ["", "  lost:"]
-        lines += [f"    line {p.line or '-'}  {p.kind}: {_one_line(p.text)}" for p in shown]
+        lines += [f"    line {p.line or '-'}  {p.kind}: {_one_line(_shown(p.text))}" for p in shown]
         if len(shown) < len(lost):
             lines.append(f"    (+{len(lost) - len(shown)} more; -v lists all, --json too)")
     if result.judge is not None:
@@ -297,3 +298,11 @@ def _one_line(text: str, limit: int = 120) -> str:
     from compactctl.text import clip
 
     return clip(" ".join(text.split()), limit)
+
+
+def _shown(text: str) -> str:
+    """A probe's text as eval prints it: secrets redacted (compactctl writes no secret it
+    recognises, docs/design.md; the probe itself is checked as written)."""
+    from compactctl.summarize.redact import redact
+
+    return redact(text)

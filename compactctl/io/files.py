@@ -693,10 +693,11 @@ def _wait_for_line_end(
             return size, True
         elif time.monotonic() >= deadline:
             raise LockTimeout(
-                "the file ends mid-line and another process is still writing that line "
-                f"(last change {age:.1f}s ago; a line counts as torn by a crashed writer "
-                f"after {quiet:g}s unchanged, --torn-wait); nothing was written. Retry "
-                "later, or raise --lock-timeout.",
+                f"the file ends mid-line and changed {age:.1f}s ago: another process may "
+                f"still be writing that line (a line counts as torn by a crashed writer "
+                f"after {quiet:g}s unchanged); nothing was written. Retry later or raise "
+                "--lock-timeout; if no process writes this file, --torn-wait 0 takes the "
+                "line as torn now.",
                 path=path,
             )
         last = size

@@ -170,7 +170,9 @@ class _Alt(NamedTuple):
 
 
 _A = (  # case-sensitive, on the text: the literal is "A"
-    _Alt("aws-access-key", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z2-7]{16}(?![A-Za-z0-9])"),
+    # gitleaks takes [A-Z2-7] (base32); detect-secrets [0-9A-Z]: the wider class, so that a
+    # key with a 0, 1, 8 or 9 (a fake one in a test, a mistyped one in a log) is not missed
+    _Alt("aws-access-key", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"),
     _Alt("google-api-key", r"Iza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9_\-])"),
     _Alt("artifactory-key", r"KCp[A-Za-z0-9]{69}(?![A-Za-z0-9])"),
     _Alt("aws-bedrock-key", r"BSK[A-Za-z0-9+/]{109,269}={0,2}"),

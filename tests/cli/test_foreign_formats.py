@@ -204,3 +204,34 @@ def test_documents_in_folders_are_opt_in(tmp_path: Path) -> None:
     opted = run_cli("inspect", "--json", "--estimate", "--documents", str(tmp_path))
     found = {Path(f["path"]).name: f["format"] for f in orjson.loads(opted.stdout)["files"]}
     assert opted.returncode == 0 and found == {"g.json": "gemini-cli", "s.jsonl": "canonical"}
+
+
+def test_documents_with_o_dir_refuse_two_inputs_for_one_output(tmp_path: Path) -> None:
+    import shutil
+
+    for name in ("gemini-cli-described.json", "gemini-cli-described.jsonl"):
+        shutil.copyfile(FIXTURES / "formats" / name, tmp_path / name)
+    out = tmp_path / "out"
+    r = run_cli("compact", "--force", "--documents", "-o", f"{out}/", str(tmp_path))
+    assert r.returncode == 2 and b"two inputs would both be written to" in r.stderr
+    assert not out.exists() or not list(out.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "model"),
+    [("gemini-cli-0.61.0/session-*.jsonl", "gemini-2.5-flash"),
+     ("opencode-1.18.33/ses_*.json", "claude-sonnet-4-5")],
+)  # fmt: skip
+def test_the_model_of_answers_names_the_session_model(pattern: str, model: str) -> None:
+    """Gemini CLI and opencode record the model on each answer, not on the session: it is
+    the session's model (its window, no 'no model is recorded' warning)."""
+    from compactctl.session import Session
+
+    (path,) = sorted((FIXTURES / "real").glob(pattern))
+    r = run_cli("inspect", "--json", "--estimate", str(path))
+    doc = orjson.loads(r.stdout)["files"][0]
+    assert r.returncode == 0 and doc["model"] == model
+    assert b"no model is recorded" not in r.stderr
+    session = Session.open(str(path), encoding="estimate")
+    assert session.meta.model == model
+    assert session.meta.context_window == doc["contextWindow"] >= 200_000

@@ -405,3 +405,22 @@ def test_log_level_lines_give_found_errors_the_same_answer():
     assert len(with_errors) >= 10
     for text in texts:
         assert found_errors(_log_level_lines(text)) == found_errors(text)
+
+
+def test_secrets_redacted_in_a_summary_still_count_and_are_never_printed() -> None:
+    """A command with a secret is kept by a summary that redacted the secret (counted kept,
+    not lost), and a lost probe is printed with its secrets redacted (found by a new user:
+    eval printed --password hunter2secret)."""
+    from compactctl.evaluate.check import Context
+    from compactctl.evaluate.probes import Probe
+    from compactctl.evaluate.report import _shown
+    from compactctl.model import Message
+    from compactctl.summarize.redact import redact
+
+    command = "AWS_ACCESS_KEY_ID=AKIAQZ7XK2M4P9R3TW6B ./deploy.sh --password hunter2secret"
+    summary = Message({"type": "message", "role": "user", "content": "ran " + redact(command)})
+    assert "hunter2secret" not in summary.content
+    assert Context([summary]).match(Probe("command", command, 3, 1)) == "exact"
+    shown = _shown(command)
+    assert "AKIAQZ7XK2M4P9R3TW6B" not in shown and "hunter2secret" not in shown
+    assert shown.startswith("AWS_ACCESS_KEY_ID=") and "./deploy.sh" in shown

@@ -190,7 +190,7 @@ def test_a_line_still_being_written_at_the_deadline_is_a_lock_timeout(tmp_path: 
     t = threading.Thread(target=trickle)
     t.start()
     try:
-        with pytest.raises(LockTimeout, match="still writing that line"):
+        with pytest.raises(LockTimeout, match="still be writing that line"):
             append_events(str(p), [_ev("c1")], torn_wait=1.0, lock_timeout=0.5)
     finally:
         stop.set()

@@ -13,6 +13,7 @@ SECRETS = [
     ("sk-proj-" + "B2" * 15, "openai-key"),
     ("sk_live_" + "c3" * 10, "stripe-key"),
     ("AKIA" + "D4E5" * 4, "aws-access-key"),
+    ("AKIAQZ7XK2M4P9R3TW6B", "aws-access-key"),  # digits outside base32: a new user's fake key
     ("ghp_" + "f6" * 20, "github-token"),
     ("xoxb-" + "1234567890ab", "slack-token"),
     ("AIza" + "G7h8" * 8 + "abc", "google-api-key"),
