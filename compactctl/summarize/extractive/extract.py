@@ -513,7 +513,17 @@ class Extractor:
         others = [p for p in self.sentence_pending if not any(same_task(p, d) for d in facts.done)]
         pending = distinct_tasks(authoritative + others)
         latest_index = self.last_user[0] if self.last_user is not None else -1
-        if self.last_user is not None and latest_index > self.last_assistant_text_index:
+        given = self.latest_request
+        later = (  # the user spoke again after the span: its last message got its turn there
+            given is not None
+            and self.last_user is not None
+            and given[1].strip() != self.last_user[2].strip()
+        )
+        if (
+            self.last_user is not None
+            and not later
+            and latest_index > self.last_assistant_text_index
+        ):
             pending.append(
                 f"answer the last user message ({self.last_user[1]}): "
                 + clip(inline(self.last_user[2]), 160)
@@ -524,7 +534,6 @@ class Extractor:
             facts.primary = [self.first_request]
         if self.last_user is not None:
             facts.latest_label, facts.latest_request = self.last_user[1], self.last_user[2]
-        given = self.latest_request
         if given is not None and given[1].strip() != facts.latest_request.strip():
             facts.latest_label, facts.latest_request = given[0], given[1].strip()
             latest_index = len(self.messages)  # after the span

@@ -253,13 +253,22 @@ _LABEL_PREFIX_RE = re.compile(
 )
 
 
+def without_label(sentence: str) -> str:
+    """``sentence`` without a leading label such as ``Constraints:`` (whole, unclipped).
+
+    >>> without_label("Constraints: Keep the format.")
+    'Keep the format.'
+    """
+    return _LABEL_PREFIX_RE.sub("", sentence).strip() or sentence
+
+
 def constraint_text(sentence: str) -> str:
     """A constraint sentence without a leading label such as ``Constraints:``.
 
     >>> constraint_text("Heads-up: do not modify the importer.")
     'do not modify the importer.'
     """
-    return clip(_LABEL_PREFIX_RE.sub("", sentence).strip() or sentence, LEDGER_LINE_MAX)
+    return clip(without_label(sentence), LEDGER_LINE_MAX)
 
 
 def shorten_user(text: str, head: int, constraints: bool = True) -> str:

@@ -22,7 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from compactctl.summarize import SummaryRequest
-from compactctl.summarize.extractive.intent import DEFER_RE, PENDING_RE, shorten_user
+from compactctl.summarize.extractive.intent import (
+    DEFER_RE,
+    PENDING_RE,
+    shorten_user,
+    without_label,
+)
 from compactctl.summarize.extractive.ledger import Decision, Facts, FileEntry
 from compactctl.summarize.extractive.prose import (
     backticked,
@@ -398,7 +403,9 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
         primary.append(clip(latest, max(prose, 100) + 40))
     if request.instructions.strip():
         primary.append(FOCUS_PREFIX + clip(one_line(request.instructions), max(prose, 100)))
-    primary += [CONSTRAINT_PREFIX + c for c in facts.constraints]
+    # a pinned constraint is copied as the user wrote it: "Constraints: Keep ..." must not
+    # read "Constraint: Constraints: Keep ..."
+    primary += [CONSTRAINT_PREFIX + without_label(c) for c in facts.constraints]
     primary += instruction_bullets(facts)
     problem = _command_bullets(facts, detail)
     problem += [

@@ -5,8 +5,10 @@ carry over as open items."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from compactctl.layers.options import DEFAULT_PIN_PATTERNS
@@ -14,6 +16,7 @@ from compactctl.summarize import SummaryRequest
 from compactctl.summarize.extractive import ExtractiveSummarizer
 from compactctl.summarize.extractive.render import INSTRUCTIONS_MAX_CHARS, INSTRUCTIONS_PREFIX
 from compactctl.summarize.summary_format import parse_sections
+from tests.helpers import SAMPLES
 
 CLAUDE_MD = (
     "# Project rules\n\n## Style\n- Use tabs in Makefiles.\n- Never push to main.\n\n"
@@ -123,3 +126,24 @@ def test_plans_and_todo_lists_carry_over_as_open_items(tool: str) -> None:
     assert "Done: Fix the pager" in sections["Problem Solving"]
     state = _summary(messages, "task-state").task_state
     assert state is not None and state["open_items"] == ["Add a regression test"]
+
+
+def test_no_false_pending_reply_and_no_doubled_constraint_label(tmp_path: Path) -> None:
+    """Found by a new user reading the shipped fixtures' summaries: a pending "answer the
+    last user message (T3)" when T3 was answered after the span (the user spoke again,
+    T4), and "Constraint: Constraints: Keep ..." for a pinned constraint with its label."""
+    from compactctl.app.jobs import OutputOptions, compact_path
+    from compactctl.layers.options import CompactOptions
+
+    texts = {}
+    for name in ("small-s1", "messy-s2"):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes((SAMPLES / f"{name}.canonical.jsonl").read_bytes())
+        compact_path(str(path), CompactOptions(force=True),
+                     OutputOptions(db="", torn_wait=0))  # fmt: skip
+        last = path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        texts[name] = orjson.loads(last)["summaryText"]
+    assert "Constraint: Keep the on-disk ledger format unchanged" in texts["small-s1"]
+    assert "Constraint: Constraints:" not in texts["small-s1"]
+    assert "answer the last user message" not in texts["messy-s2"]
+    assert "Latest request (T4)" in texts["messy-s2"] or "(T4)" in texts["messy-s2"]
