@@ -248,6 +248,16 @@ def select_span(
     ]
 
 
+def _summarized_last(log: Sequence[Event]) -> bool:
+    """Whether the newest summary event comes after the newest message in ``log``."""
+    for e in reversed(log):
+        if isinstance(e, Message):
+            return False
+        if isinstance(e, SummaryEvent):
+            return True
+    return False
+
+
 def _redact_result(result: SummaryResult) -> SummaryResult:
     """The summary with secrets redacted from every string (JSON stays valid for task-state).
 
@@ -522,6 +532,11 @@ def _plan_compact(
             )
         elif breaker_open is not None and not manual and breaker_open(session_key):
             reasons.append("3 consecutive summarization failures: paused for 24 hours")
+        elif _summarized_last(log):
+            # the same run twice appends nothing the second time: the context is as the
+            # newest summary left it (a forced run would otherwise fold that summary's
+            # kept tail into a new one; found by tests/system/test_fuzz.py)
+            reasons.append("nothing new since the newest summary: no message came after it")
         else:
             _emit(opts.emit_events, "compact_start", {**base, "trigger_mode": trigger})
             try:
