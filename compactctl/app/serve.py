@@ -61,7 +61,6 @@ from compactctl.errors import (
     FileChanged,
     InputError,
     LockTimeout,
-    StoreNotUpdated,
     SummarizerError,
     UsageError,
 )
@@ -313,9 +312,7 @@ def _status(exc: CompactError) -> int:
         return 400
     if isinstance(exc, InputError):
         return 422
-    if isinstance(exc, StoreNotUpdated):
-        return 500
-    return 500
+    return 500  # StoreNotUpdated (the transcript was appended) and any other failure
 
 
 def _relative(result: dict[str, Any], root: Path) -> dict[str, Any]:
