@@ -64,7 +64,8 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         help="Input format (default: detected): canonical, claude-code, claude-stream, "
-        "codex-rollout, codex-exec, openai-chat, openhands, swe-agent.",
+        "codex-rollout, codex-exec, openai-chat, anthropic-messages, gemini-cli, qwen-code, "
+        "cursor-agent, copilot-cli, droid, kimi-cli, opencode, aider, openhands, swe-agent.",
     ),
 ]
 

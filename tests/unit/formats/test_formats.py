@@ -897,3 +897,16 @@ def test_canonical_file_opening_with_claude_metadata_records_is_canonical() -> N
     claude = [{"type": "user", "uuid": "a", "parentUuid": None, "sessionId": "x"}]
     assert detect([*meta, *claude]) == "claude-code"
     assert detect(meta) == "claude-code"  # metadata alone: nothing says canonical
+
+
+def test_format_option_help_names_every_known_format() -> None:
+    """--format's help is a static string (importing the readers would slow --help by ~80 ms);
+    it must name every format the readers know, in their order."""
+    import typing
+
+    from compactctl.cli_shell import FormatOpt
+    from compactctl.formats import known_formats
+
+    option = typing.get_args(FormatOpt)[1]
+    listed = option.help.split("): ", 1)[1].rstrip(".").split(", ")
+    assert listed == known_formats()
