@@ -41,9 +41,13 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
     """The human report of one inspected file (the same numbers as ``--json``)."""
     est = " (estimate)" if r["tokenizer"] == "estimate" else f" ({r['tokenizer']})"
     window = r["contextWindow"]
+    # a whole-JSON transcript (opencode's session .json, an Anthropic Messages request) has
+    # events but no JSONL lines: say what was read rather than "0 lines"
+    document = not r["lines"] and sum(r["events"].values())
+    read = "one JSON document" if document else f"{r['lines']} lines"
     lines = [
         f"{r['path']}  [{r['format']}]",
-        f"  {r['lines']} lines, {r['messages']} messages, {r['turns']} turns; "
+        f"  {read}, {r['messages']} messages, {r['turns']} turns; "
         f"model {r['model'] or '-'}, context window {window or '-'}",
         f"  prompt estimate: {r['tokens']} tokens all messages -> "
         f"{r['effectiveTokens']} tokens effective context{est}"
@@ -99,7 +103,8 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
             saved = ""
             if isinstance(stats, dict) and "tokensBefore" in stats and "tokensAfter" in stats:
                 saved = f", {stats['tokensBefore']} -> {stats['tokensAfter']} tokens"
-            lines.append(f"    line {h['line']}: {h['type']} {what}, {n} messages{saved}")
+            line = "-" if h["line"] is None else h["line"]  # a whole-JSON transcript has none
+            lines.append(f"    line {line}: {h['type']} {what}, {n} messages{saved}")
     findings = r["findings"]
     if findings:
         lines += ["", f"  findings ({len(findings)}):"]
