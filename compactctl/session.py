@@ -151,6 +151,22 @@ def context_window(override: int | None, session: SessionEvent | None, model: st
     return DEFAULT_CONTEXT_WINDOW
 
 
+def session_model(session: SessionEvent | None, message_models: Iterable[object]) -> str | None:
+    """The session's model: the ``session`` event's ``model``, else the first non-empty string
+    among ``message_models`` (each message's ``model`` field, in log order: Gemini CLI and
+    opencode record the model on each answer, not on the session), else ``None``.
+
+    The one place the model is decided: :attr:`Session.meta` and the streaming inspector
+    (:class:`compactctl.app.inspector.InspectAccumulator`) both call it.
+
+    >>> session_model(None, [None, "", "gemini-2.5-pro", "gpt-4o"])
+    'gemini-2.5-pro'
+    """
+    if session is not None and session.model:
+        return session.model
+    return next((m for m in message_models if isinstance(m, str) and m), None)
+
+
 def encoding_name(override: str | None, model: str | None) -> str:
     """The tiktoken encoding a session is counted with: ``override`` (``--encoding``, or
     ``"estimate"`` for the chars-based estimate), else the encoding of the session's model
@@ -315,14 +331,9 @@ class Session:
     def meta(self) -> SessionMeta:
         """The session's :class:`SessionMeta`, decided on first use."""
         event = self.session_event
-        model = event.model if event else None
-        if model is None:  # no session model: the first message that names one (Gemini CLI
-            # and opencode record the model on each answer, not on the session)
-            model = next(
-                (m for e in self.events if isinstance(e, Message)
-                 and isinstance(m := e.data.get("model"), str) and m),
-                None,
-            )  # fmt: skip
+        model = session_model(
+            event, (e.data.get("model") for e in self.events if isinstance(e, Message))
+        )
         return SessionMeta(
             model=model,
             key=session_key(event, self.path),

@@ -29,7 +29,7 @@ from compactctl.model import (
 )
 from compactctl.replay import known_modes, replay
 from compactctl.session import context_window as window_of
-from compactctl.session import encoding_name
+from compactctl.session import encoding_name, session_model
 from compactctl.tokens import TokenCounter, message_payload, messages_tokens, prompt_sum
 
 __all__ = [
@@ -391,8 +391,7 @@ class InspectAccumulator:
                 only when a compact or summary event was fed (the effective context is then
                 replayed; without one it is every message).
         """
-        model = self._session.model if self._session else None
-        model = model or self._message_model  # as compactctl.session.Session.meta decides
+        model = session_model(self._session, [self._message_model])
         counter = self.counter or TokenCounter(encoding_name(None, model))
         findings = self.findings + [
             _finding(line, "tool-call-without-result", f"tool call {cid} has no result")
