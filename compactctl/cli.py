@@ -585,6 +585,42 @@ def tiers_cmd(
     transform("tiers", paths, worker, s, sh, out)
 
 
+@command(
+    "undo",
+    (
+        "compactctl undo session.jsonl                 # take back the newest compaction run",
+        "compactctl undo --event 7d0c2f3e-... session.jsonl",
+        "compactctl undo --dry-run --json session.jsonl",
+    ),
+    shared=(*TRANSFORM, "estimate"),
+)
+def undo_cmd(
+    paths: Paths,
+    event: Annotated[
+        str | None,
+        typer.Option("--event", metavar="ID", help="Take back this compact or summary event."),
+    ] = None,
+    *,
+    sh: Shell,
+) -> None:
+    """Take back the newest compaction run (or --event ID) by appending a revert event.
+
+    Replay then skips the compact and summary events it names: the effective context is
+    the one before them. Nothing in the file changes; running it twice takes back one run
+    once. A later compact compacts again.
+    """
+    from compactctl.app.jobs import undo_path
+    from compactctl.layers.options import UndoOptions
+
+    if event is not None and len(discover(paths)[0]) > 1:
+        fail_usage("--event names an event of one transcript; give one file")
+    s = settings_for(sh.config, "undo")
+    out = sh.output_options(s, paths, None)
+    enc = s.get("encoding", sh.encoding_flag, None, str)
+    worker = functools.partial(undo_path, options=UndoOptions(event=event), out=out, encoding=enc)
+    transform("undo", paths, worker, s, sh, out)
+
+
 _AGAINST_HELP = (
     "Take the original messages from ORIGINAL (a file, or the folder the inputs of -o DIR/ "
     "came from): for a file written with -o --materialize."
