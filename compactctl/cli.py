@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from compactctl import __version__
+from compactctl.app.terminal import label
 from compactctl.cli_shell import (
     EXIT_PIPE,
     PATHS_HELP,
@@ -30,12 +31,14 @@ from compactctl.cli_shell import (
     Shell,
     WindowOpt,
     app,
+    click_error,
     command,
     err,
     fail_usage,
     finish,
     quiet_stdout,
     settings_for,
+    stdin_paths,
     transform,
 )
 from compactctl.errors import CompactError
@@ -65,7 +68,9 @@ def _version(value: bool) -> None:
 def main_callback(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     """Compact the session transcripts of LLM agents."""
@@ -141,9 +146,7 @@ def inspect_cmd(
         from compactctl.app.report import print_store_report
 
         raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
-    if not paths:
-        fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
-    assert paths is not None
+    paths = stdin_paths(paths, "inspect")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
@@ -166,15 +169,21 @@ def main() -> None:
     141, the code of a process killed by SIGPIPE, as other filters do.
     """
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # Click's, in compactctl's style
+        code = click_error(exc)
+    except typer.Abort:
+        err("Aborted!")
+        code = 1
     except CompactError as exc:
         if os.environ.get("COMPACTCTL_DEBUG"):
             raise
-        err(f"compactctl: error: {exc}")
-        sys.exit(exc.exit_code)
+        err(f"compactctl: {label('error')} {exc}")
+        code = exc.exit_code
     except BrokenPipeError:
         quiet_stdout()
-        sys.exit(EXIT_PIPE)
+        code = EXIT_PIPE
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 @command(
@@ -389,9 +398,7 @@ def rules_cmd(
             sh.json_out, rows, {"rule": "name", "version": "version", "description": "description"}
         )
         raise typer.Exit(0)
-    if not paths:
-        fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
-    assert paths is not None
+    paths = stdin_paths(paths, "rules")
     from compactctl.app.jobs import rules_path
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE
@@ -510,9 +517,7 @@ def convert_cmd(
         rows = [{"name": f.name, "description": f.description} for f in FORMATS.values()]
         print_list(json_out, rows, {"format": "name", "description": "description"})
         raise typer.Exit(0)
-    if not paths:
-        fail_usage("missing PATHS; see compactctl convert --help")
-    assert paths is not None
+    paths = stdin_paths(paths, "convert")
     from compactctl.app.jobs import convert_path
     from compactctl.app.report import convert_line
 

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import stat
 import sys
 import typing
 import warnings
@@ -22,6 +23,7 @@ import typer
 
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
+from compactctl.app.terminal import label, say
 from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, UsageError
 from compactctl.io.files import TORN_WAIT
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
@@ -41,7 +43,7 @@ app = typer.Typer(
         "3 some input could not be processed; 75 a transcript was locked too long (retry)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -235,9 +237,14 @@ def command(
 
     def register(f: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(f).parameters.values() if p.name != "sh"]
+        # PATHS the command needs may be left out when stdin is piped (read as -)
+        needs = [p.name for p in own if p.name == "paths" and p.default is p.empty]
+        own = [p.replace(default=None) if p.name in needs else p for p in own]
 
         @functools.wraps(f)
         def run(**kwargs: Any) -> None:
+            if needs:
+                kwargs["paths"] = stdin_paths(kwargs["paths"], name)
             if fields:
                 kwargs["sh"] = Shell(**{x.name: kwargs.pop(x.name) for x in fields})
             try:
@@ -258,8 +265,44 @@ def command(
     return register
 
 
+def stdin_paths(paths: list[str] | None, name: str) -> list[str]:
+    """PATHS as given, else ``["-"]`` when standard input is piped or redirected from a file
+    (``cat f | compactctl inspect``); with neither (a terminal, ``/dev/null``, no stdin), the
+    usage error ``missing PATHS`` (exit 2)."""
+    if paths:
+        return paths
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no usable stdin
+        mode = 0
+    if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+        return ["-"]
+    fail_usage(f"missing PATHS (files, folders, or - for stdin); see compactctl {name} --help")
+    raise AssertionError  # unreachable: fail_usage exits
+
+
+def click_error(exc: Exception) -> int:
+    """Print an error Click found in the command line (an unknown option or command, a
+    missing or invalid value) as compactctl prints its own: ``compactctl: error: MESSAGE;
+    see compactctl CMD --help``; returns its exit code (2). ``compactctl`` alone still prints
+    the help."""
+    ctx = getattr(exc, "ctx", None)
+    code = int(getattr(exc, "exit_code", EXIT_USAGE))
+    if type(exc).__name__ == "NoArgsIsHelpError":  # the message is the help text
+        err(str(getattr(exc, "format_message", lambda: exc)()))
+        return code
+    text = str(getattr(exc, "format_message", lambda: exc)()).rstrip(".")
+    hint = ""
+    if ctx is not None:
+        where = "compactctl" if ctx.parent is None else f"compactctl {ctx.info_name}"
+        hint = f"; see {where} --help"
+    err(f"compactctl: {label('error')} {text[:1].lower()}{text[1:]}{hint}")
+    return code
+
+
 def err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    """One line on stderr (above the progress bar when one is shown)."""
+    say(message)
 
 
 _show_default = warnings.showwarning
@@ -276,13 +319,13 @@ def show_warning(
     """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
     ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
     if issubclass(category, CompactWarning):
-        err(f"compactctl: warning: {message}")
+        err(f"compactctl: {label('warning')} {message}")
     else:
         _show_default(message, category, filename, lineno, file, line)
 
 
 def fail_usage(message: str) -> None:
-    err(f"compactctl: error: {message}")
+    err(f"compactctl: {label('error')} {message}")
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -296,8 +339,8 @@ def settings_for(config: str | None, command: str) -> Settings:
         raise  # unreachable
     for key in unknown_keys(table):
         err(
-            f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
-            "long option names with _, see --help)"
+            f"compactctl: {label('warning')} {used}: unknown config key {key} (ignored; keys "
+            "are the long option names with _, see --help)"
         )
     return Settings(table, command)
 
