@@ -18,7 +18,6 @@ from typing import Annotated, Any
 import typer
 
 from compactctl import __version__
-from compactctl.app.terminal import label
 from compactctl.cli_shell import (
     EXIT_PIPE,
     PATHS_HELP,
@@ -178,7 +177,7 @@ def main() -> None:
     except CompactError as exc:
         if os.environ.get("COMPACTCTL_DEBUG"):
             raise
-        err(f"compactctl: {label('error')} {exc}")
+        err(f"compactctl: error: {exc}")
         code = exc.exit_code
     except BrokenPipeError:
         quiet_stdout()

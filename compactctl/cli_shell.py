@@ -23,7 +23,7 @@ import typer
 
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
-from compactctl.app.terminal import label, say
+from compactctl.app.terminal import say
 from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, UsageError
 from compactctl.io.files import TORN_WAIT
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
@@ -296,7 +296,7 @@ def click_error(exc: Exception) -> int:
     if ctx is not None:
         where = "compactctl" if ctx.parent is None else f"compactctl {ctx.info_name}"
         hint = f"; see {where} --help"
-    err(f"compactctl: {label('error')} {text[:1].lower()}{text[1:]}{hint}")
+    err(f"compactctl: error: {text[:1].lower()}{text[1:]}{hint}")
     return code
 
 
@@ -319,13 +319,13 @@ def show_warning(
     """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
     ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
     if issubclass(category, CompactWarning):
-        err(f"compactctl: {label('warning')} {message}")
+        err(f"compactctl: warning: {message}")
     else:
         _show_default(message, category, filename, lineno, file, line)
 
 
 def fail_usage(message: str) -> None:
-    err(f"compactctl: {label('error')} {message}")
+    err(f"compactctl: error: {message}")
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -339,8 +339,8 @@ def settings_for(config: str | None, command: str) -> Settings:
         raise  # unreachable
     for key in unknown_keys(table):
         err(
-            f"compactctl: {label('warning')} {used}: unknown config key {key} (ignored; keys "
-            "are the long option names with _, see --help)"
+            f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
+            "long option names with _, see --help)"
         )
     return Settings(table, command)
 

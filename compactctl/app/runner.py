@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
 from compactctl.app.report import JsonReport, Report, report_line
-from compactctl.app.terminal import label, progress, say, show
+from compactctl.app.terminal import progress, say, show
 from compactctl.errors import CompactError, UsageError
 from compactctl.io.files import STDIN, discover
 
@@ -56,7 +56,7 @@ def discover_files(paths: list[str], report: Report, documents: bool = False) ->
     files, errors = discover(paths, documents=documents)
     for e in errors:
         if isinstance(e, NoTranscripts):
-            _err(f"compactctl: {label('warning')} {e}")
+            _err(f"compactctl: warning: {e}")
         else:
             report.failed(e.path or "?", e)
             _err(f"compactctl: {e}")

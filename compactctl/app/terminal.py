@@ -5,7 +5,8 @@ Every message compactctl prints about a run (a file's line, a warning, an error)
 tqdm on stderr, only on a terminal: docs/style.md habit 7) the line is written above the bar
 (``tqdm.write``) instead of into it, where the bar's next redraw would overwrite its start.
 
-Color: the ``error:`` and ``warning:`` labels (:func:`label`) are red and yellow only when
+Color: the ``error:`` and ``warning:`` labels of the messages :func:`say` writes
+(:func:`label`) are red and yellow only when
 stderr is a terminal, ``NO_COLOR`` is unset or empty (the no-color.org convention) and
 ``TERM`` is not ``dumb``; anything else gets plain text, so logs and pipes never hold
 escape codes.
@@ -50,8 +51,14 @@ def label(kind: str) -> str:
 
 
 def say(message: str) -> None:
-    """Write ``message`` as one line on stderr, above the progress bar when one is shown."""
+    """Write ``message`` as one line on stderr, above the progress bar when one is shown; a
+    leading ``compactctl: error:`` or ``compactctl: warning:`` has its label colored
+    (:func:`label`)."""
     line = message.rstrip("\n")
+    for kind in _COLORS:
+        if line.startswith(f"compactctl: {kind}:"):
+            line = f"compactctl: {label(kind)}{line[len(kind) + 13 :]}"
+            break
     if _BAR is not None:
         from tqdm import tqdm
 
