@@ -54,7 +54,8 @@ class UndoReport(LayerReport):
             "timestamp"}]`` (``mode``: a compact event's; ``None`` for a summary).
         revert: the uuid of the RevertEvent to append (``None``: nothing to append).
         tokens_before, tokens_after: the prompt estimate of the effective context before
-            and after the revert, in tokens (the session's counter).
+            and after the revert, in tokens (the session's counter); equal when nothing is
+            appended.
         tokenizer: the encoding name or ``estimate``. reason: why nothing is appended.
     """
 
@@ -112,8 +113,14 @@ class UndoLayer(EventLayer):
         log = session.events
         gone = reverted(log)
         compactions = _compactions(log)
+        counter = session.counter
+        before = prompt_tokens(session.effective(), counter)
         report = UndoReport(
-            path=session.path, session_key=session.meta.key, tokenizer=session.meta.encoding
+            path=session.path,
+            session_key=session.meta.key,
+            tokens_before=before,
+            tokens_after=before,
+            tokenizer=session.meta.encoding,
         )
         if options.event is None:
             if not compactions:
@@ -146,8 +153,6 @@ class UndoLayer(EventLayer):
                 "timestamp": self.now(),
             }
         )
-        counter = session.counter
-        report.tokens_before = prompt_tokens(session.effective(), counter)
         report.tokens_after = prompt_tokens(replay([*log, revert]), counter)
         report.revert = revert.uuid
         report.reverted = [
