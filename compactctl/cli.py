@@ -19,7 +19,6 @@ import typer
 
 from compactctl import __version__
 from compactctl.cli_shell import (
-    EXIT_PIPE,
     PATHS_HELP,
     RUN,
     TRANSFORM,
@@ -30,17 +29,15 @@ from compactctl.cli_shell import (
     Shell,
     WindowOpt,
     app,
-    click_error,
     command,
     err,
     fail_usage,
     finish,
-    quiet_stdout,
+    run_app,
     settings_for,
     stdin_paths,
     transform,
 )
-from compactctl.errors import CompactError
 from compactctl.io.files import discover
 from compactctl.layers.options import (
     SECTIONS_MAX_CHARS,
@@ -145,7 +142,7 @@ def inspect_cmd(
         from compactctl.app.report import print_store_report
 
         raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
-    paths = stdin_paths(paths, "inspect")
+    paths = stdin_paths(paths, "inspect", ", or --store")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
@@ -161,28 +158,8 @@ def inspect_cmd(
 
 
 def main() -> None:
-    """Console-script entry point.
-
-    A library error that escapes a command (a bad setting found late) becomes its message
-    and exit code, never a traceback; a closed stdout (``| head``) ends the run quietly with
-    141, the code of a process killed by SIGPIPE, as other filters do.
-    """
-    try:
-        code = app(standalone_mode=False)
-    except typer.TyperException as exc:  # Click's, in compactctl's style
-        code = click_error(exc)
-    except typer.Abort:
-        err("Aborted!")
-        code = 1
-    except CompactError as exc:
-        if os.environ.get("COMPACTCTL_DEBUG"):
-            raise
-        err(f"compactctl: error: {exc}")
-        code = exc.exit_code
-    except BrokenPipeError:
-        quiet_stdout()
-        code = EXIT_PIPE
-    sys.exit(code if isinstance(code, int) else 0)
+    """Console-script entry point: every command runs through :func:`run_app`."""
+    run_app()
 
 
 @command(

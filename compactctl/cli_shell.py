@@ -265,10 +265,36 @@ def command(
     return register
 
 
-def stdin_paths(paths: list[str] | None, name: str) -> list[str]:
+def run_app() -> None:
+    """Run the command line and exit with its code.
+
+    Click's own errors (a bad option) are printed as compactctl's (:func:`click_error`); a
+    library error that escapes a command (a bad setting found late) becomes its message and
+    exit code, never a traceback; a closed stdout (``| head``) ends the run quietly with 141,
+    the code of a process killed by SIGPIPE, as other filters do.
+    """
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # Click's, in compactctl's style
+        code = click_error(exc)
+    except typer.Abort:
+        err("Aborted!")
+        code = 1
+    except CompactError as exc:
+        if os.environ.get("COMPACTCTL_DEBUG"):
+            raise
+        err(f"compactctl: error: {exc}")
+        code = exc.exit_code
+    except BrokenPipeError:
+        quiet_stdout()
+        code = EXIT_PIPE
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def stdin_paths(paths: list[str] | None, name: str, also: str = "") -> list[str]:
     """PATHS as given, else ``["-"]`` when standard input is piped or redirected from a file
     (``cat f | compactctl inspect``); with neither (a terminal, ``/dev/null``, no stdin), the
-    usage error ``missing PATHS`` (exit 2)."""
+    usage error ``missing PATHS`` (exit 2; ``also``: what else the command takes instead)."""
     if paths:
         return paths
     try:
@@ -277,7 +303,9 @@ def stdin_paths(paths: list[str] | None, name: str) -> list[str]:
         mode = 0
     if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
         return ["-"]
-    fail_usage(f"missing PATHS (files, folders, or - for stdin); see compactctl {name} --help")
+    fail_usage(
+        f"missing PATHS (files, folders, or - for stdin){also}; see compactctl {name} --help"
+    )
     raise AssertionError  # unreachable: fail_usage exits
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-CANONICAL_TYPES = frozenset({"message", "session", "compact", "summary", "revert"})
+CANONICAL_TYPES = frozenset(("message", "session", "compact", "summary", "revert"))
+"""The event types of compactctl JSONL version 1 (docs/design.md section 3)."""
 CAMEL_KEYS = frozenset(
     {
         "turnId",

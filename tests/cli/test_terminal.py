@@ -139,7 +139,7 @@ def test_a_piped_stdin_is_read_when_no_paths_are_given():
     r = run_cli("compact", "--force", "--encoding", "estimate", input=data)
     assert r.returncode == 0 and r.stdout.startswith(data) and len(r.stdout) > len(data)
     # no stdin (a terminal or /dev/null) and no PATHS: the usage error
-    for command in ("inspect", "compact", "eval"):
+    for command, also in (("inspect", ", or --store"), ("compact", ""), ("eval", "")):
         r = subprocess.run(
             [sys.executable, "-m", "compactctl", command],
             stdin=subprocess.DEVNULL,
@@ -148,6 +148,6 @@ def test_a_piped_stdin_is_read_when_no_paths_are_given():
         )
         assert r.returncode == 2
         assert r.stderr.decode() == (
-            f"compactctl: error: missing PATHS (files, folders, or - for stdin); see "
+            f"compactctl: error: missing PATHS (files, folders, or - for stdin){also}; see "
             f"compactctl {command} --help\n"
         )
