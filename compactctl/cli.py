@@ -19,7 +19,6 @@ import typer
 
 from compactctl import __version__
 from compactctl.cli_shell import (
-    EXIT_PIPE,
     PATHS_HELP,
     RUN,
     TRANSFORM,
@@ -34,11 +33,11 @@ from compactctl.cli_shell import (
     err,
     fail_usage,
     finish,
-    quiet_stdout,
+    run_app,
     settings_for,
+    stdin_paths,
     transform,
 )
-from compactctl.errors import CompactError
 from compactctl.io.files import discover
 from compactctl.layers.options import (
     SECTIONS_MAX_CHARS,
@@ -65,7 +64,9 @@ def _version(value: bool) -> None:
 def main_callback(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     """Compact the session transcripts of LLM agents."""
@@ -141,9 +142,7 @@ def inspect_cmd(
         from compactctl.app.report import print_store_report
 
         raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
-    if not paths:
-        fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
-    assert paths is not None
+    paths = stdin_paths(paths, "inspect", ", or --store")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
     flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
@@ -159,22 +158,8 @@ def inspect_cmd(
 
 
 def main() -> None:
-    """Console-script entry point.
-
-    A library error that escapes a command (a bad setting found late) becomes its message
-    and exit code, never a traceback; a closed stdout (``| head``) ends the run quietly with
-    141, the code of a process killed by SIGPIPE, as other filters do.
-    """
-    try:
-        app()
-    except CompactError as exc:
-        if os.environ.get("COMPACTCTL_DEBUG"):
-            raise
-        err(f"compactctl: error: {exc}")
-        sys.exit(exc.exit_code)
-    except BrokenPipeError:
-        quiet_stdout()
-        sys.exit(EXIT_PIPE)
+    """Console-script entry point: every command runs through :func:`run_app`."""
+    run_app()
 
 
 @command(
@@ -389,9 +374,7 @@ def rules_cmd(
             sh.json_out, rows, {"rule": "name", "version": "version", "description": "description"}
         )
         raise typer.Exit(0)
-    if not paths:
-        fail_usage("missing PATHS (files, folders or -); see compactctl rules --help")
-    assert paths is not None
+    paths = stdin_paths(paths, "rules")
     from compactctl.app.jobs import rules_path
     from compactctl.app.options import resolve
     from compactctl.app.runner import FORMATS_MODULE
@@ -510,9 +493,7 @@ def convert_cmd(
         rows = [{"name": f.name, "description": f.description} for f in FORMATS.values()]
         print_list(json_out, rows, {"format": "name", "description": "description"})
         raise typer.Exit(0)
-    if not paths:
-        fail_usage("missing PATHS; see compactctl convert --help")
-    assert paths is not None
+    paths = stdin_paths(paths, "convert")
     from compactctl.app.jobs import convert_path
     from compactctl.app.report import convert_line
 
@@ -583,6 +564,42 @@ def tiers_cmd(
         redact=opts.redact,
     )
     transform("tiers", paths, worker, s, sh, out)
+
+
+@command(
+    "undo",
+    (
+        "compactctl undo session.jsonl                 # take back the newest compaction run",
+        "compactctl undo --event 7d0c2f3e-... session.jsonl",
+        "compactctl undo --dry-run --json session.jsonl",
+    ),
+    shared=(*TRANSFORM, "estimate"),
+)
+def undo_cmd(
+    paths: Paths,
+    event: Annotated[
+        str | None,
+        typer.Option("--event", metavar="ID", help="Take back this compact or summary event."),
+    ] = None,
+    *,
+    sh: Shell,
+) -> None:
+    """Take back the newest compaction run (or --event ID) by appending a revert event.
+
+    Replay then skips the compact and summary events it names: the effective context is
+    the one before them. Nothing in the file changes; running it twice takes back one run
+    once. A later compact compacts again.
+    """
+    from compactctl.app.jobs import undo_path
+    from compactctl.layers.options import UndoOptions
+
+    if event is not None and len(discover(paths)[0]) > 1:
+        fail_usage("--event names an event of one transcript; give one file")
+    s = settings_for(sh.config, "undo")
+    out = sh.output_options(s, paths, None)
+    enc = s.get("encoding", sh.encoding_flag, None, str)
+    worker = functools.partial(undo_path, options=UndoOptions(event=event), out=out, encoding=enc)
+    transform("undo", paths, worker, s, sh, out)
 
 
 _AGAINST_HELP = (

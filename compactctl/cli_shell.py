@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import stat
 import sys
 import typing
 import warnings
@@ -22,6 +23,7 @@ import typer
 
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
+from compactctl.app.terminal import say
 from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, UsageError
 from compactctl.io.files import TORN_WAIT
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
@@ -41,7 +43,7 @@ app = typer.Typer(
         "3 some input could not be processed; 75 a transcript was locked too long (retry)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -236,9 +238,14 @@ def command(
 
     def register(f: Callable[..., None]) -> Callable[..., None]:
         own = [p for p in inspect.signature(f).parameters.values() if p.name != "sh"]
+        # PATHS the command needs may be left out when stdin is piped (read as -)
+        needs = [p.name for p in own if p.name == "paths" and p.default is p.empty]
+        own = [p.replace(default=None) if p.name in needs else p for p in own]
 
         @functools.wraps(f)
         def run(**kwargs: Any) -> None:
+            if needs:
+                kwargs["paths"] = stdin_paths(kwargs["paths"], name)
             if fields:
                 kwargs["sh"] = Shell(**{x.name: kwargs.pop(x.name) for x in fields})
             try:
@@ -259,8 +266,72 @@ def command(
     return register
 
 
+def run_app() -> None:
+    """Run the command line and exit with its code.
+
+    Click's own errors (a bad option) are printed as compactctl's (:func:`click_error`); a
+    library error that escapes a command (a bad setting found late) becomes its message and
+    exit code, never a traceback; a closed stdout (``| head``) ends the run quietly with 141,
+    the code of a process killed by SIGPIPE, as other filters do.
+    """
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as exc:  # Click's, in compactctl's style
+        code = click_error(exc)
+    except typer.Abort:
+        err("Aborted!")
+        code = 1
+    except CompactError as exc:
+        if os.environ.get("COMPACTCTL_DEBUG"):
+            raise
+        err(f"compactctl: error: {exc}")
+        code = exc.exit_code
+    except BrokenPipeError:
+        quiet_stdout()
+        code = EXIT_PIPE
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def stdin_paths(paths: list[str] | None, name: str, also: str = "") -> list[str]:
+    """PATHS as given, else ``["-"]`` when standard input is piped or redirected from a file
+    (``cat f | compactctl inspect``); with neither (a terminal, ``/dev/null``, no stdin), the
+    usage error ``missing PATHS`` (exit 2; ``also``: what else the command takes instead)."""
+    if paths:
+        return paths
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no usable stdin
+        mode = 0
+    if stat.S_ISFIFO(mode) or stat.S_ISREG(mode):
+        return ["-"]
+    fail_usage(
+        f"missing PATHS (files, folders, or - for stdin){also}; see compactctl {name} --help"
+    )
+    raise AssertionError  # unreachable: fail_usage exits
+
+
+def click_error(exc: Exception) -> int:
+    """Print an error Click found in the command line (an unknown option or command, a
+    missing or invalid value) as compactctl prints its own: ``compactctl: error: MESSAGE;
+    see compactctl CMD --help``; returns its exit code (2). ``compactctl`` alone still prints
+    the help."""
+    ctx = getattr(exc, "ctx", None)
+    code = int(getattr(exc, "exit_code", EXIT_USAGE))
+    if type(exc).__name__ == "NoArgsIsHelpError":  # the message is the help text
+        err(str(getattr(exc, "format_message", lambda: exc)()))
+        return code
+    text = str(getattr(exc, "format_message", lambda: exc)()).rstrip(".")
+    hint = ""
+    if ctx is not None:
+        where = "compactctl" if ctx.parent is None else f"compactctl {ctx.info_name}"
+        hint = f"; see {where} --help"
+    err(f"compactctl: error: {text[:1].lower()}{text[1:]}{hint}")
+    return code
+
+
 def err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    """One line on stderr (above the progress bar when one is shown)."""
+    say(message)
 
 
 _show_default = warnings.showwarning

@@ -10,6 +10,7 @@ The subclasses give typed access to the fields replay and the layers use:
 - :class:`Message` (``type: "message"``): one chat message.
 - :class:`CompactEvent` (``type: "compact"``): a deterministic reduction (micro, rules, dedup).
 - :class:`SummaryEvent` (``type: "summary"``): a summary that replaces earlier events.
+- :class:`RevertEvent` (``type: "revert"``): takes back earlier compact or summary events.
 - :class:`SessionEvent` (``type: "session"``): model and context window of the session.
 - :class:`OtherEvent`: any other ``type``, kept verbatim and ignored by replay.
 - :class:`BadLine`: a line that is not a JSON object (malformed, torn, blank, not UTF-8);
@@ -31,6 +32,7 @@ __all__ = [
     "Filter",
     "Message",
     "OtherEvent",
+    "RevertEvent",
     "SessionEvent",
     "SummaryEvent",
     "dumps",
@@ -242,6 +244,20 @@ class SummaryEvent(Event):
         return {k: v for k, v in t.items() if isinstance(v, str)}
 
 
+class RevertEvent(Event):
+    """A revert (``type: "revert"``, appended by ``compactctl undo``): replay skips the
+    compact and summary events named in ``targets`` that come before it, as if they had
+    never been appended (docs/design.md section 3, "RevertEvent")."""
+
+    __slots__ = ()
+    kind = "revert"
+
+    @property
+    def targets(self) -> list[str]:
+        """The uuids of the compact and summary events taken back."""
+        return self._strs("targets")
+
+
 class SessionEvent(Event):
     """The optional session header (``type: "session"``): ``model``, ``contextWindow``,
     ``peakPromptTokens``."""
@@ -310,6 +326,7 @@ _TYPES: dict[str, type[Event]] = {
     "message": Message,
     "compact": CompactEvent,
     "summary": SummaryEvent,
+    "revert": RevertEvent,
     "session": SessionEvent,
 }
 

@@ -13,6 +13,10 @@ applies each CompactEvent and SummaryEvent in file order:
   register themselves; see :func:`reducer`). Reducers change message content, or drop an
   assistant message without tool calls; they never drop a tool block member.
 
+A RevertEvent (appended by ``compactctl undo``) takes back the compact and summary events it
+names that come before it: replay skips them, as if they had never been appended
+(:func:`reverted`, :func:`live_events`); a revert naming anything else is ignored.
+
 Unknown modes and events of other types are ignored (kept in the file, reported by inspect).
 """
 
@@ -22,14 +26,16 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from compactctl.model import CompactEvent, Event, Message, SummaryEvent
+from compactctl.model import CompactEvent, Event, Message, RevertEvent, SummaryEvent
 
 __all__ = [
     "Reducer",
     "View",
     "known_modes",
+    "live_events",
     "reducer",
     "replay",
+    "reverted",
     "tool_block_keys",
     "tool_names",
 ]
@@ -171,6 +177,48 @@ def _apply_summary(view: View, event: SummaryEvent, tier: str | None) -> View:
     return out
 
 
+def reverted(events: Iterable[Event]) -> dict[str, str]:
+    """The compact and summary events taken back by a later RevertEvent: ``{uuid: the uuid
+    of the revert that names it}`` (the first such revert).
+
+    A revert counts only for compact and summary events before it in the file; one naming
+    a message, another revert, or an event after it takes nothing back.
+
+    >>> from compactctl.model import event_from_dict as ev
+    >>> reverted([ev({"type": "compact", "uuid": "c1"}), ev({"type": "message", "uuid": "m1"}),
+    ...           ev({"type": "revert", "uuid": "r1", "targets": ["c1", "m1", "c2"]}),
+    ...           ev({"type": "compact", "uuid": "c2"})])
+    {'c1': 'r1'}
+    """
+    seen: set[str] = set()
+    out: dict[str, str] = {}
+    for e in events:
+        uuid = e.uuid
+        if isinstance(e, (CompactEvent, SummaryEvent)) and uuid is not None:
+            seen.add(uuid)
+        elif isinstance(e, RevertEvent) and uuid is not None:
+            for t in e.targets:
+                if t in seen and t not in out:
+                    out[t] = uuid
+    return out
+
+
+def live_events(events: Iterable[Event]) -> list[Event]:
+    """The events replay applies: ``events`` without the RevertEvents and the compact and
+    summary events they take back (:func:`reverted`), in file order. The log as it would
+    be had the reverted compactions never been appended; the layers plan over it."""
+    log = list(events)
+    if not any(isinstance(e, RevertEvent) for e in log):
+        return log
+    gone = reverted(log)
+    return [
+        e
+        for e in log
+        if not isinstance(e, RevertEvent)
+        and not (isinstance(e, (CompactEvent, SummaryEvent)) and e.uuid in gone)
+    ]
+
+
 def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
     """Rebuild the effective context from an event log. Pure and deterministic.
 
@@ -184,7 +232,8 @@ def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
         Message objects themselves (their raw bytes intact); changed ones are evolved copies;
         summaries appear as user messages with ``summaryOf``.
 
-    Memory: holds the session's messages (one session at a time, docs/design.md section 7).
+    Memory: holds the session's messages (one session at a time, docs/design.md section 7);
+    a log with a RevertEvent is held whole first (:func:`live_events`).
 
     >>> from compactctl.model import event_from_dict as ev
     >>> log = [ev({"type": "message", "uuid": "m1", "role": "user", "content": "a"}),
@@ -196,7 +245,7 @@ def replay(events: Iterable[Event], *, tier: str | None = None) -> View:
     """
     view: View = []
     summarized_calls: set[str] = set()  # calls a summary removed: a late result is dropped
-    for event in events:
+    for event in live_events(events):
         if isinstance(event, Message):
             if summarized_calls and event.role == "tool" and event.tool_call_id in summarized_calls:
                 continue

@@ -311,10 +311,16 @@ class Session:
     def extended(self, events: Sequence[Event]) -> Session:
         """This session with ``events`` planned after its log (not written): same path,
         format, identity and overrides; the token counter is shared."""
+        return self.with_events([*self.events, *events])
+
+    def with_events(self, events: list[Event]) -> Session:
+        """This session over ``events`` instead of its log (same path, format, identity and
+        overrides; the token counter is shared): what a layer plans over when the log's
+        reverted compactions are left out (:func:`compactctl.layers.undo.plan_live`)."""
         nxt = Session(
             self.path,
             self.format,
-            [*self.events, *events],
+            events,
             self.identity,
             encoding=self._encoding,
             context_window=self._context_window,

@@ -23,11 +23,13 @@ from compactctl.model import (
     BadLine,
     CompactEvent,
     Event,
+    RevertEvent,
     SessionEvent,
     SummaryEvent,
+    event_from_dict,
     is_real_user,
 )
-from compactctl.replay import known_modes, replay
+from compactctl.replay import known_modes, replay, reverted
 from compactctl.session import context_window as window_of
 from compactctl.session import encoding_name, session_model
 from compactctl.tokens import TokenCounter, message_payload, messages_tokens, prompt_sum
@@ -105,14 +107,19 @@ def reduction_findings(
     return findings
 
 
-def history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
-    """The ``history`` item of ``inspect --json`` for a compact or summary event:
-    ``{"line", "type", "uuid", "mode", "targets"}`` (compact; ``targets`` a count) or
+def history_entry(
+    e: CompactEvent | SummaryEvent | RevertEvent, reverted_by: str | None = None
+) -> dict[str, Any]:
+    """The ``history`` item of ``inspect --json`` for a compact, summary or revert event:
+    ``{"line", "type", "uuid", "mode", "targets"}`` (compact; ``targets`` a count),
     ``{"line", "type", "uuid", "format", "model", "triggerMode", "replaces", "tiers"}``
-    (summary; ``replaces`` a count, ``tiers`` the tier names), then ``stats`` when recorded
-    and ``timestamp``."""
+    (summary; ``replaces`` a count, ``tiers`` the tier names) or ``{"line", "type", "uuid",
+    "reverts"}`` (revert: the uuids it takes back), then ``stats`` when recorded,
+    ``timestamp``, and ``revertedBy`` (the revert's uuid) for a compaction taken back."""
     entry: dict[str, Any] = {"line": e.line, "type": e.type, "uuid": e.uuid}
-    if isinstance(e, CompactEvent):
+    if isinstance(e, RevertEvent):
+        entry["reverts"] = e.targets
+    elif isinstance(e, CompactEvent):
         entry["mode"] = e.mode
         entry["targets"] = len(e.targets)
     else:
@@ -124,6 +131,8 @@ def history_entry(e: CompactEvent | SummaryEvent) -> dict[str, Any]:
     if "stats" in e.data:
         entry["stats"] = e.data["stats"]
     entry["timestamp"] = e.data.get("timestamp")
+    if reverted_by is not None:
+        entry["revertedBy"] = reverted_by
     return entry
 
 
@@ -197,7 +206,7 @@ class InspectAccumulator:
         # tool outputs by (length, tail): only texts sharing both are compared whole
         self._buckets: dict[tuple[int, str], Any] = {}
         self._source_dup_bytes = 0
-        self._reductions: list[CompactEvent | SummaryEvent] = []
+        self._reductions: list[CompactEvent | SummaryEvent | RevertEvent] = []
         self._modes: set[str] | None = None
 
     def feed(self, items: Iterable[Item]) -> None:
@@ -252,7 +261,7 @@ class InspectAccumulator:
                                 counter = TokenCounter(encoding_name(None, self._session.model))
                             if counter.media_rule is None:
                                 counter.media_rule = media_rule_for(self._session.model)
-                    elif t == "compact" or t == "summary":
+                    elif t == "compact" or t == "summary" or t == "revert":
                         self._reduction(data, line)
                     continue
 
@@ -350,7 +359,7 @@ class InspectAccumulator:
             self._lines, self._turn, self._max_turn = lines, turn, max_turn
 
     def replay_lines(self) -> list[int]:
-        """The lines of the messages and of the compact and summary events fed, in file order:
+        """The lines of the messages and the compact, summary and revert events fed, in order:
         the lines replay reads (the lines without a number are left out)."""
         messages = [n for n in self._message_lines if n is not None]
         reductions = [e.line for e in self._reductions if e.line is not None]
@@ -359,14 +368,12 @@ class InspectAccumulator:
     def _reduction(self, data: dict[str, Any], line: int | None) -> None:
         """A compact or summary event: its findings, its ``history`` entry, and its place for
         the replay of the effective context."""
-        e = (
-            CompactEvent(data, None, line)
-            if data["type"] == "compact"
-            else SummaryEvent(data, None, line)
-        )
+        e = event_from_dict(data, None, line)
+        assert isinstance(e, CompactEvent | SummaryEvent | RevertEvent)
         if self._modes is None:
             self._modes = set(known_modes())
-        self.findings.extend(reduction_findings(e, self._seen, self._modes))
+        if not isinstance(e, RevertEvent):
+            self.findings.extend(reduction_findings(e, self._seen, self._modes))
         self._reductions.append(e)
 
     def report(
@@ -420,6 +427,7 @@ class InspectAccumulator:
         ]
         tokens = prompt_sum(self._counts)
         effective = (tokens, len(self._counts))
+        gone = reverted(self._reductions)
         if self._reductions:
             effective = self._replayed(list(events()), counter, tier)
         return {
@@ -444,7 +452,7 @@ class InspectAccumulator:
                 "redundantBytes": sum((c - 1) * _utf8_size(text) for text, c in repeats),
                 "sourceDuplicateBytes": self._source_dup_bytes,
             },
-            "history": [history_entry(e) for e in self._reductions],
+            "history": [history_entry(e, gone.get(e.uuid or "")) for e in self._reductions],
             "findings": findings,
         }
 

@@ -45,6 +45,7 @@ from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_output
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.io.native import AS_NATIVE, native_format
+from compactctl.layers.undo import plan_live
 from compactctl.model import Event
 from compactctl.replay import replay
 from compactctl.session import Session
@@ -65,6 +66,7 @@ __all__ = [
     "rules_path",
     "run_record",
     "tiers_path",
+    "undo_path",
     "write_plan",
     "write_recorded",
     "write_resumable",
@@ -524,7 +526,7 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             resumable = native_format(out.as_format, session.format, path) if native else None
             reconcile_store(store, session, out)
             layer = CompactLayer(summarizer=offline, breaker_open=breaker)
-            plan = layer.plan(session, options)
+            plan = plan_live(lambda s: layer.plan(s, options), session)
             if offline is not None:
                 plan.report.model_not_called = options.model
             if layer.failed is not None:
@@ -603,12 +605,13 @@ def write_resumable(
 def layer_path(
     command: str, path: str, options: Any, out: OutputOptions, encoding: str | None = None
 ) -> dict[str, Any]:
-    """``rules`` or ``dedup`` (``command``) on one transcript: the layer's report plus the
-    session key, the tokenizer and the planning time in milliseconds (``durationMs``).
+    """``rules``, ``dedup`` or ``undo`` (``command``) on one transcript: the layer's report
+    plus the session key, the tokenizer and the planning time in milliseconds (``durationMs``).
 
     Args:
-        command: ``rules`` or ``dedup``.
-        options: :class:`~compactctl.layers.options.RulesOptions` or ``DedupOptions``.
+        command: ``rules``, ``dedup`` or ``undo``.
+        options: :class:`~compactctl.layers.options.RulesOptions`, ``DedupOptions`` or
+            ``UndoOptions``.
         encoding: the ``--encoding`` override (``estimate``: chars-based counts).
 
     Raises:
@@ -617,6 +620,8 @@ def layer_path(
     """
     if command == "rules":
         from compactctl.layers.rules import RulesLayer as Layer
+    elif command == "undo":  # plans over the whole log: it reads the reverts
+        from compactctl.layers.undo import UndoLayer as Layer  # type: ignore[assignment]
     else:
         from compactctl.layers.dedup import DedupLayer as Layer  # type: ignore[assignment]
     with _store(out) as store:
@@ -625,7 +630,12 @@ def layer_path(
             session = open_session(path, out, encoding=encoding)
             reconcile_store(store, session, out)
             started = time.monotonic()
-            planned = Layer().plan(session, options)
+            layer = Layer()
+            planned = (
+                layer.plan(session, options)
+                if command == "undo"
+                else plan_live(lambda s: layer.plan(s, options), session)
+            )
             report = planned.report.to_json()
             report["sessionKey"] = session.meta.key
             report["tokenizer"] = session.counter.encoding_name
@@ -648,6 +658,12 @@ def rules_path(path: str, options: Any, out: OutputOptions, encoding: str | None
 def dedup_path(path: str, options: Any, out: OutputOptions, encoding: str | None = None) -> Any:
     """``dedup`` on one transcript: :func:`layer_path` with ``DedupOptions``."""
     return layer_path("dedup", path, options, out, encoding)
+
+
+def undo_path(path: str, options: Any, out: OutputOptions, encoding: str | None = None) -> Any:
+    """``undo`` on one transcript: :func:`layer_path` with ``UndoOptions`` (a RevertEvent,
+    :mod:`compactctl.layers.undo`)."""
+    return layer_path("undo", path, options, out, encoding)
 
 
 def tiers_path(
@@ -674,7 +690,8 @@ def tiers_path(
         def attempt() -> dict[str, Any]:
             session = open_session(path, out, encoding=encoding, context_window=context_window)
             reconcile_store(store, session, out)
-            plan = TiersLayer().plan(session, TiersOptions(tier=tier, model=model, redact=redact))
+            opts = TiersOptions(tier=tier, model=model, redact=redact)
+            plan = plan_live(lambda s: TiersLayer().plan(s, opts), session)
             report = plan.report
 
             def record(result: Mapping[str, Any]) -> RunRecord:

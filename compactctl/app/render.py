@@ -97,6 +97,10 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
     if r["history"]:
         lines += ["", "  compaction history:"]
         for h in r["history"]:
+            if h["type"] == "revert":
+                n = len(h["reverts"])
+                lines.append(f"    line {h['line']}: revert of {n} compaction{'s' * (n != 1)}")
+                continue
             what = h.get("mode") or h.get("format") or "-"
             n = h.get("targets", h.get("replaces", 0))
             stats = h.get("stats") or {}
@@ -104,7 +108,8 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
             if isinstance(stats, dict) and "tokensBefore" in stats and "tokensAfter" in stats:
                 saved = f", {stats['tokensBefore']} -> {stats['tokensAfter']} tokens"
             line = "-" if h["line"] is None else h["line"]  # a whole-JSON transcript has none
-            lines.append(f"    line {line}: {h['type']} {what}, {n} messages{saved}")
+            back = " (taken back by undo)" if h.get("revertedBy") else ""
+            lines.append(f"    line {line}: {h['type']} {what}, {n} messages{saved}{back}")
     findings = r["findings"]
     if findings:
         lines += ["", f"  findings ({len(findings)}):"]

@@ -106,6 +106,7 @@ SUMMARY_VERBS = {
     "dedup": "deduplicated",
     "tiers": "tiered",
     "convert": "converted",
+    "undo": "reverted",
 }
 """The verb of each transcript-changing command's closing line (``2 files compacted``)."""
 
@@ -304,11 +305,32 @@ def _tiers_line(r: dict[str, Any]) -> str:
     return f"{r['path']}: {_verb(r, 'added', 'would add')} {what}"
 
 
+def _undo_line(r: dict[str, Any]) -> str:
+    """The stderr line of one file's result of ``undo``.
+
+    >>> _undo_line({"path": "s.jsonl", "changed": True, "written": "s.jsonl",
+    ...     "reverted": [{"type": "summary", "uuid": "u1", "mode": None}], "revert": "r1",
+    ...     "tokensBefore": 900, "tokensAfter": 5000, "tokenizer": "estimate"})
+    's.jsonl: took back summary u1 (revert r1); prompt estimate 900 -> 5000 tokens (estimate)'
+    """
+    if not r["changed"]:
+        return _unchanged(r, r.get("reason") or "nothing to undo")
+    what = " + ".join(
+        f"{e['type']}{' ' + e['mode'] if e.get('mode') else ''} {e['uuid']}" for e in r["reverted"]
+    )
+    est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
+    return (
+        f"{r['path']}: {_verb(r, 'took back', 'would take back')} {what} (revert {r['revert']}); "
+        f"prompt estimate {r['tokensBefore']} -> {r['tokensAfter']} tokens{est}"
+    )
+
+
 _LINES: dict[str, Callable[[dict[str, Any]], str]] = {
     "compact": _compact_line,
     "rules": _rules_line,
     "dedup": _dedup_line,
     "tiers": _tiers_line,
+    "undo": _undo_line,
 }
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
 from compactctl.app.report import JsonReport, Report, report_line
+from compactctl.app.terminal import progress, say, show
 from compactctl.errors import CompactError, UsageError
 from compactctl.io.files import STDIN, discover
 
@@ -43,7 +44,7 @@ Worker = Callable[[str], dict[str, Any]]
 
 
 def _err(message: str) -> None:
-    sys.stderr.write(message.rstrip("\n") + "\n")
+    say(message)  # above the progress bar, when one is shown
 
 
 def discover_files(paths: list[str], report: Report, documents: bool = False) -> list[str]:
@@ -73,14 +74,6 @@ def _jobs(settings: Settings, flag: int | None, nfiles: int) -> int:
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     return min(jobs, max(nfiles, 1))
-
-
-def _progress(total: int, quiet: bool, desc: str) -> Any:
-    if quiet or total < 2 or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, file=sys.stderr, desc=desc, unit="file", leave=False)
 
 
 def run_files(
@@ -119,7 +112,7 @@ def run_files(
     files = discover_files(paths, report, documents)
     n = _jobs(settings, jobs, len(files))
     address = settings.get("dask", dask, None, str) or None
-    bar = _progress(len(files), quiet, desc)
+    bar = progress(len(files), quiet, desc)
     debug = bool(os.environ.get("COMPACTCTL_DEBUG"))
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
@@ -329,8 +322,7 @@ def run_inspect(
         else:
             from compactctl.app.render import inspect_table
 
-            sys.stdout.write(inspect_table(result, verbose=verbose))
-            sys.stdout.flush()
+            show(inspect_table(result, verbose=verbose))
     if doc is not None:
         doc.close(totals.as_dict(report))
     return report

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-CANONICAL_TYPES = frozenset({"message", "session", "compact", "summary"})
+CANONICAL_TYPES = frozenset(("message", "session", "compact", "summary", "revert"))
+"""The event types of compactctl JSONL version 1 (docs/design.md section 3)."""
 CAMEL_KEYS = frozenset(
     {
         "turnId",
@@ -32,7 +33,7 @@ CAMEL_KEYS = frozenset(
 def looks_canonical(record: dict[str, Any]) -> bool:
     """True for a record of compactctl JSONL version 1.
 
-    It has a ``type`` in message/session/compact/summary and a camelCase canonical field
+    It has a ``type`` in message/session/compact/summary/revert and a camelCase canonical field
     (``turnId``, ``toolCalls``, ``summaryText``, ...) or, for messages, a ``role``; records of
     other formats that reuse these type names (Claude Code's title ``summary`` lines, with
     ``leafUuid``) do not qualify.

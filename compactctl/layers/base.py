@@ -15,6 +15,7 @@ commands print with ``--json``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -179,15 +180,18 @@ def plan_layers(
 
     Each layer sees a session whose events are the original log plus every earlier layer's
     events (same path, format, identity and overrides; its token counter is shared, so a
-    text counted once is not counted again).
+    text counted once is not counted again), without the compactions an ``undo`` took back
+    (:func:`~compactctl.layers.undo.plan_live`).
 
     Returns:
         One plan per step, in order.
     """
+    from compactctl.layers.undo import plan_live
+
     plans: list[Plan[LayerReport]] = []
     current = session
     for layer, options in steps:
-        plan = layer.plan(current, options)
+        plan = plan_live(functools.partial(layer.plan, options=options), current)
         plans.append(plan)
         if plan.events:
             current = current.extended(plan.events)

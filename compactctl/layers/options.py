@@ -39,6 +39,7 @@ __all__ = [
     "MicroParams",
     "RulesOptions",
     "TiersOptions",
+    "UndoOptions",
     "setting",
 ]
 
@@ -326,3 +327,19 @@ class TiersOptions:
     tier: str = "auto"
     model: str | None = setting(None, key="tiers_model")
     redact: bool = True
+
+
+# --- undo -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UndoOptions:
+    """Options of ``compactctl undo`` (:class:`~compactctl.layers.undo.UndoLayer`).
+
+    Attributes:
+        event: the uuid of the compact or summary event to take back; ``None``: the newest
+            compaction run (the compact and summary events one run appended, docs/design.md
+            section 3, "RevertEvent").
+    """
+
+    event: str | None = setting(None, key=None)

@@ -454,8 +454,9 @@ class CompactLayer:
         Raises:
             UsageError: bad options (e.g. ``--model session`` without a recorded model).
         """
+        stamp = self.now()  # one run, one timestamp: undo takes back a run's events together
         event, report, failed = _plan_compact(
-            session, options, self.summarizer, self.breaker_open, self.now
+            session, options, self.summarizer, self.breaker_open, lambda: stamp
         )
         self.failed = failed
         return Plan(event, report)

@@ -808,7 +808,9 @@ def run_case(
         for step in case.steps:
             before = snapshot(work)
             if step.stdin is None:
-                stdin = b""
+                stdin: bytes | None = (
+                    None  # no input at all (/dev/null): a piped stdin is read as -
+                )
             elif step.stdin == PREV:
                 stdin = previous
             else:
@@ -817,6 +819,7 @@ def run_case(
             proc = subprocess.run(
                 [python, "-m", "compactctl", *step.args],
                 input=stdin,
+                stdin=subprocess.DEVNULL if stdin is None else None,
                 capture_output=True,
                 env=env,
                 cwd=work,
