@@ -296,7 +296,7 @@ class RulesLayer(EventLayer):
         Raises:
             KeyError: an unknown rule name in the options.
         """
-        event, report, _ = _plan(
+        event, report, rewriter = _plan(
             session.events,
             options,
             timestamp=self.now(),
@@ -304,7 +304,12 @@ class RulesLayer(EventLayer):
             trace=options.by_rule,
             view=session.effective(),
         )
-        return Plan([event] if event is not None else [], report)
+        if event is None:
+            return Plan([], report)
+        # the replay of this event (a layer after it, compact --layers) takes each text's
+        # result from the rewriter that planned it: the rules are pure, the versions the same
+        _ReplayMemo.event, _ReplayMemo.rewriter, _ReplayMemo.done = event, rewriter, {}
+        return Plan([event], report)
 
 
 def _plan(
