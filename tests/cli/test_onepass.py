@@ -4,15 +4,12 @@ second time, and read the file once."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.helpers import ROOT, SAMPLES, run_cli
+from tests.helpers import SAMPLES, count_opens, run_cli
 
 SEPARATE = {
     "rules": ["rules"],
@@ -176,42 +173,14 @@ def test_layers_not_named_do_not_run(tmp_path: Path) -> None:
     ]
 
 
-_COUNT = """
-import os, sys
-target = os.path.realpath(sys.argv[1])
-opened = []
-def hook(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-        if os.path.realpath(os.fsdecode(args[0])) == target:
-            opened.append(args[1:])
-sys.addaudithook(hook)
-import compactctl.formats.reader as reader
-parsed = []
-real = reader.read_transcript
-def counted(*a, **k):
-    parsed.append(1)
-    return real(*a, **k)
-reader.read_transcript = counted
-sys.argv = ["compactctl", *sys.argv[2:]]
-from compactctl.cli import main
-try:
-    main()
-except SystemExit:
-    pass
-sys.stderr.write(f"OPENS {len(opened)} PARSED {len(parsed)}\\n")
-"""
-
-
 def test_one_pass_reads_and_parses_the_file_once(tmp_path: Path) -> None:
     """Audit hooks see every ``open`` of the file (as strace would): one to read, one to
     append; the reader's ``read_transcript`` (what ``Session.open`` parses with) runs once."""
     path = tmp_path / "s.jsonl"
     path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
-    env = {**os.environ, "COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
+    env = {"COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
     argv = ["compact", "--force", "--layers", "all", "--jobs", "1", str(path)]
-    out = subprocess.run([sys.executable, "-c", _COUNT, str(path), *argv],
-                         capture_output=True, env=env, cwd=ROOT, timeout=120)  # fmt: skip
-    last = out.stderr.decode().strip().splitlines()[-1]
-    assert last == "OPENS 2 PARSED 1", out.stderr.decode()
+    line = count_opens(path, *argv, env=env)
+    assert line.startswith("OPENS 2 PARSED 1 "), line
     added = path.read_bytes()[len((SAMPLES / "small-s1.canonical.jsonl").read_bytes()) :]
     assert len(added.splitlines()) == 5  # rules, dedup, micro, summary, tiers

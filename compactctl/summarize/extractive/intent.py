@@ -309,7 +309,7 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
     return _ELLIPSES_RE.sub(ELLIPSIS, join_sentences(parts))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     """The sentences of ``text`` and whether each states a constraint, cached: rendering
     shortens every user message once per level of detail tried (up to 15 times).
