@@ -8,8 +8,11 @@ MB (default 200) under ``bench/corpus/``, then measures, on the same files:
   (the encoding ``inspect`` picks), on 1 and on 2 threads;
 - compactctl, one subprocess per measured command over all files: ``inspect --estimate``
   and ``inspect`` (exact tokens) with ``--jobs 1`` and ``--jobs 2`` (best of 3 and of 2
-  runs, as the baselines they are compared with); ``eval`` against ``inspect`` with the
-  same flags on the same files, on the corpus as generated and on a compacted copy
+  runs, as the baselines they are compared with); on the largest session, in one process,
+  ``inspect --estimate`` against orjson ``loads`` of it (target: at most 2.0x the time) and
+  exact ``inspect`` against tiktoken alone on its distinct texts (at most 1.3x), then both
+  as commands on it for their peak RSS (:meth:`Bench.largest`); ``eval`` against
+  ``inspect`` with the same flags on the same files, on the corpus as generated and on a compacted copy
   (``compact --force``, not timed), as a ratio of their times; ``rules``, ``dedup``,
   ``compact --force`` (extractive), each on a fresh copy of the corpus (they append in
   place; the copy is made outside the timed region), and the chain
