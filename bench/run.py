@@ -12,8 +12,8 @@ MB (default 200) under ``bench/corpus/``, then measures, on the same files:
   ``inspect --estimate`` against orjson ``loads`` of it (target: at most 2.0x the time) and
   exact ``inspect`` against tiktoken alone on its distinct texts (at most 1.3x), then both
   as commands on it for their peak RSS (:meth:`Bench.largest`); ``eval`` against
-  ``inspect`` with the same flags on the same files, on the corpus as generated and on a compacted copy
-  (``compact --force``, not timed), as a ratio of their times; ``rules``, ``dedup``,
+  ``inspect`` with the same flags on the same files, on the corpus as generated and on a
+  compacted copy (``compact --force``, not timed), as a ratio of their times; ``rules``, ``dedup``,
   ``compact --force`` (extractive), each on a fresh copy of the corpus (they append in
   place; the copy is made outside the timed region), and the chain
   ``rules - | dedup - | compact --micro-only -`` from stdin to stdout, file by file;
