@@ -42,6 +42,8 @@ _EXPORTS = {
     "Layer": "compactctl.layers.base",
     "Plan": "compactctl.layers.base",
     "plan_layers": "compactctl.layers.base",
+    "plan_onepass": "compactctl.layers.onepass",
+    "OnePassOptions": "compactctl.layers.onepass",
     "RulesLayer": "compactctl.layers.rules",
     "DedupLayer": "compactctl.layers.dedup",
     "MicroLayer": "compactctl.layers.micro",

@@ -172,8 +172,9 @@ def main() -> None:
         "compactctl compact --check ~/sessions/",
         "cat s.jsonl | compactctl compact --force - > out.jsonl",
         "compactctl compact --force --as native ~/.claude/projects/-src-app/SESSION.jsonl",
+        "compactctl compact --layers all session.jsonl   # rules, dedup, micro, summary, tiers",
     ),
-    shared=(*TRANSFORM, "tier", "estimate", "context_window"),
+    shared=(*TRANSFORM, "tier", "estimate", "context_window", "layers"),
 )
 def compact_cmd(
     paths: Paths,
@@ -325,6 +326,12 @@ def compact_cmd(
                  num_retries=num_retries, emit_events=events)  # fmt: skip
     opts = resolve(CompactOptions, flags, s)
     worker = functools.partial(compact_path, options=opts, out=out)
+    if sh.layers is not None:  # one pass: compactctl.layers.onepass
+        from compactctl.app.jobs import layers_path
+        from compactctl.app.options import onepass_options
+
+        steps = onepass_options(sh.layers, opts, s, by_rule=sh.json_out or not sh.quiet)
+        worker = functools.partial(layers_path, options=steps, out=out)
     transform("compact", paths, worker, s, sh, out,
                warm=(FORMATS_MODULE, *REPLAY_MODULES), warm_encoding=opts.encoding)  # fmt: skip
 

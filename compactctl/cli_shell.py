@@ -183,6 +183,15 @@ class Shell:
             "recognises (never other JSON).",
         ),
     ] = False
+    layers: Annotated[
+        str | None,
+        typer.Option(
+            "--layers",
+            metavar="LIST",
+            help="Run these layers in one pass over one read of each file and append their "
+            "events as one batch: rules,dedup,micro,summary,tiers (in that order) or all.",
+        ),
+    ] = None
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
 

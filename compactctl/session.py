@@ -39,7 +39,7 @@ from compactctl.io.jsonl import BOM
 from compactctl.media import media_rule_for
 from compactctl.model import Event, Message, SessionEvent
 from compactctl.replay import View, replay
-from compactctl.tokens import TokenCounter, context_window_for, encoding_for_model
+from compactctl.tokens import PromptSizes, TokenCounter, context_window_for, encoding_for_model
 
 __all__ = [
     "CLAUDE_LONG_WINDOW",
@@ -227,6 +227,8 @@ class Session:
         self._encoding = encoding
         self._context_window = context_window
         self._effective: View | None = None
+        # an extended session's context is replayed from its base's: (base, new events)
+        self._base: tuple[Session, Sequence[Event]] | None = None
 
     @classmethod
     def open(
@@ -310,13 +312,24 @@ class Session:
 
     def extended(self, events: Sequence[Event]) -> Session:
         """This session with ``events`` planned after its log (not written): same path,
-        format, identity and overrides; the token counter is shared."""
-        return self.with_events([*self.events, *events])
+        format, identity and overrides; the token counter and the prompt sizes
+        (:attr:`sizes`) are shared.
+
+        ``events`` are compact and summary events (what layers plan), never messages: the
+        new session's effective context is replayed from this one's plus ``events``
+        (replay applies events in file order, so that is the replay of the whole log), not
+        from the whole log again, and its unchanged messages are this context's own
+        objects, sized once.
+        """
+        nxt = self.with_events([*self.events, *events])
+        nxt._base = (self, list(events))
+        return nxt
 
     def with_events(self, events: list[Event]) -> Session:
         """This session over ``events`` instead of its log (same path, format, identity and
-        overrides; the token counter is shared): what a layer plans over when the log's
-        reverted compactions are left out (:func:`compactctl.layers.undo.plan_live`)."""
+        overrides; the token counter and the prompt sizes are shared; its effective context is
+        replayed from ``events``): what a layer plans over when the log's reverted compactions
+        are left out (:func:`compactctl.layers.undo.plan_live`)."""
         nxt = Session(
             self.path,
             self.format,
@@ -326,6 +339,7 @@ class Session:
             context_window=self._context_window,
         )
         nxt.__dict__["counter"] = self.counter
+        nxt.__dict__["sizes"] = self.sizes
         return nxt
 
     @cached_property
@@ -356,6 +370,17 @@ class Session:
         return counter
 
     @cached_property
+    def sizes(self) -> PromptSizes:
+        """The prompt sizes of this session's contexts (:class:`~compactctl.tokens.PromptSizes`
+        over :attr:`counter`): each message is sized once, by every layer that plans on the
+        session or on a session extended from it."""
+        return PromptSizes(self.counter)
+
+    def prompt_estimate(self) -> int:
+        """The prompt estimate of the effective context, in tokens (:attr:`sizes`)."""
+        return self.sizes.totals(self._view())[0]
+
+    @cached_property
     def messages(self) -> int:
         """The number of ``message`` events in the log (replaced ones included)."""
         return sum(1 for e in self.events if isinstance(e, Message))
@@ -366,9 +391,16 @@ class Session:
         Returns a new list each time (the messages are shared and never mutated), so a
         caller may reorder or extend it.
         """
+        return list(self._view())
+
+    def _view(self) -> View:
         if self._effective is None:
-            self._effective = replay(self.events)
-        return list(self._effective)
+            if self._base is not None:
+                base, new = self._base
+                self._effective = replay([*base._view(), *new])
+            else:
+                self._effective = replay(self.events)
+        return self._effective
 
     def append(
         self, events: Sequence[Event], *, lock_timeout: float, torn_wait: float

@@ -48,6 +48,7 @@ __all__ = [
     "EXACT_MAX_CHARS",
     "MESSAGE_OVERHEAD",
     "REPLY_PRIMING",
+    "PromptSizes",
     "TokenCounter",
     "context_window_for",
     "cut_points",
@@ -561,6 +562,51 @@ def prompt_tokens(messages: Iterable[Message], counter: TokenCounter) -> int:
         ValueError: ``counter``'s encoding is unavailable.
     """
     return prompt_sum(messages_tokens([m.data for m in messages], counter))
+
+
+class PromptSizes:
+    """The prompt size of views that share most of their messages, each message sized once.
+
+    Layers size the context before and after their events (``compact`` before, between and
+    after its steps; ``compact --layers`` before and after each layer); the views differ
+    only in the messages a step changed (replay returns the unchanged messages themselves,
+    :func:`compactctl.replay.replay`), so the payload of every other message is built,
+    measured and counted once. The counter also caches by text, but hashing every payload
+    again costs a pass over the whole session. One instance is shared by a session and the
+    sessions extended from it (:meth:`compactctl.session.Session.extended`).
+
+    Memory: a reference to each message sized and two ints (the message is held, so its
+    ``id`` is never reused while it is a key).
+
+    Args:
+        counter: counts each new message (:func:`messages_tokens`).
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._known: dict[int, tuple[Message, int, int]] = {}  # id -> (message, chars, tokens)
+
+    def totals(self, view: Sequence[Message]) -> tuple[int, int]:
+        """``(tokens, chars)`` of ``view``: tokens as :func:`prompt_tokens` counts them,
+        chars of the messages' :func:`message_payload` texts.
+
+        Raises:
+            ValueError: the counter's encoding is unavailable.
+        """
+        known = self._known
+        fresh = [m for m in view if id(m) not in known]
+        if fresh:
+            payloads = [message_payload(m.data) for m in fresh]
+            counts = messages_tokens([m.data for m in fresh], self.counter)
+            for m, text, n in zip(fresh, payloads, counts, strict=True):
+                known[id(m)] = (m, len(text), n)
+        sizes = [known[id(m)] for m in view]
+        return prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
+
+    @property
+    def sized(self) -> int:
+        """How many distinct messages were sized so far (each exactly once)."""
+        return len(self._known)
 
 
 def _dumps(value: Any) -> str:

@@ -124,3 +124,47 @@ def broken_blocks(view: list[Message]) -> list[str]:
     return sorted((results - calls) | (calls - results)) + [
         u for u, k in keys.items() if k not in present
     ]
+
+
+COUNT_OPENS = """
+import os, sys
+target = os.path.realpath(sys.argv[1])
+opened = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        if os.path.realpath(os.fsdecode(args[0])) == target:
+            opened.append(args[1:])
+sys.addaudithook(hook)
+import compactctl.formats.reader as reader
+parsed = []
+real = reader.read_transcript
+def counted(*a, **k):
+    parsed.append(1)
+    return real(*a, **k)
+reader.read_transcript = counted
+sys.argv = ["compactctl", *sys.argv[2:]]
+from compactctl.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write(f"OPENS {len(opened)} PARSED {len(parsed)} {opened!r}\\n")
+"""
+"""A script that runs ``compactctl ARGS`` (``python -c COUNT_OPENS FILE ARGS...``) and ends
+its stderr with ``OPENS N PARSED M [...]``: the ``open`` calls of FILE an audit hook saw (as
+strace would), and the calls of the reader's ``read_transcript`` (what ``Session.open``
+parses with)."""
+
+
+def count_opens(path: Path, *args: str, env: dict[str, str]) -> str:
+    """The ``OPENS N PARSED M [...]`` line of :data:`COUNT_OPENS` for ``compactctl ARGS`` on
+    ``path`` (``env`` added to the environment), with the run's stderr when it is missing."""
+    out = subprocess.run(
+        [sys.executable, "-c", COUNT_OPENS, str(path), *args],
+        capture_output=True,
+        env={**os.environ, **env},
+        cwd=ROOT,
+        timeout=120,
+    )
+    lines = out.stderr.decode().strip().splitlines()
+    return lines[-1] if lines else out.stderr.decode()

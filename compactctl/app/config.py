@@ -121,12 +121,18 @@ class Settings:
         command: str,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        self._table, self._environ = table, environ
         section = table.get(command)
         self._file = {k: v for k, v in table.items() if not isinstance(v, dict)}
         if isinstance(section, dict):
             self._file.update(section)
         self._tables = {k: v for k, v in table.items() if isinstance(v, dict)}
         self._env = os.environ if environ is None else environ
+
+    def for_command(self, command: str) -> Settings:
+        """The same config file and environment, with ``[command]``'s table over the top
+        level (``compact --layers`` reads each layer's options as its own command would)."""
+        return Settings(self._table, command, self._environ)
 
     def get(self, key: str, flag: T | None, default: T, convert: Callable[[Any], T]) -> T:
         """The value of ``key``: ``flag`` if given, else env, else config file, else default.

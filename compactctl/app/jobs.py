@@ -59,6 +59,7 @@ __all__ = [
     "convert_path",
     "dedup_path",
     "layer_path",
+    "layers_path",
     "output_name",
     "reconcile_store",
     "record_run",
@@ -478,6 +479,64 @@ def replanned(path: str, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any
 # --- the jobs -------------------------------------------------------------------------------
 
 
+def _compact_layer(options: Any, out: OutputOptions, store: Any) -> Any:
+    """The :class:`~compactctl.layers.summary.CompactLayer` of a job: the store's 24-hour
+    breaker, and on a dry run (``--dry-run``, ``--check``) the extractive summarizer in
+    place of a model, which is never called (nor paid) then."""
+    from compactctl.layers.summary import CompactLayer
+
+    def breaker(key: str) -> bool:
+        return bool(store is not None and store.breaker_open(key, time.time()))
+
+    offline = None
+    if not out.writes and options.model not in (None, "extractive"):
+        # the report shows what would be replaced and about what it saves
+        from compactctl.summarize.extractive import ExtractiveSummarizer
+
+        offline = ExtractiveSummarizer()
+    return CompactLayer(summarizer=offline, breaker_open=breaker)
+
+
+def _compact_session(path: str, options: Any, out: OutputOptions) -> tuple[Session, str | None]:
+    """The session a compaction job plans on, and the agent format of ``--as native``
+    (``None``: written as ``out`` says).
+
+    Raises:
+        UsageError: ``--as native`` on standard input. InputError: as :func:`open_session`.
+    """
+    native = out.as_format in AS_NATIVE
+    if native and is_stream(path):
+        raise UsageError(
+            f"--as {out.as_format} writes a new session beside the original, and "
+            "standard input has no place: give the session file",
+            path=path,
+        )
+    session = (
+        Session.open(path, out.fmt, encoding=options.encoding,
+                     context_window=options.context_window)
+        if native
+        else open_session(
+            path, out, encoding=options.encoding, context_window=options.context_window
+        )
+    )  # fmt: skip
+    return session, native_format(out.as_format, session.format, path) if native else None
+
+
+def _raise_failed(layer: Any, store: Any, key: str, path: str) -> None:
+    """Raise the summarizer's error of ``layer`` (a CompactLayer), if any, counted toward the
+    24-hour breaker in the store.
+
+    Raises:
+        SummarizerError: summarization failed; nothing is written.
+    """
+    if layer.failed is None:
+        return
+    if store is not None:
+        count = store.record_failure(key, path, time.time())
+        layer.failed.message += f" (consecutive failures: {count})"
+    raise layer.failed
+
+
 def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     """``compact`` on one transcript: plan (micro, summary), write, record in the store.
 
@@ -492,54 +551,98 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
         UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
             :func:`open_session` and :func:`write_recorded`.
     """
-    from compactctl.layers.summary import CompactLayer
-
     with _store(out) as store:
 
-        def breaker(key: str) -> bool:
-            return bool(store is not None and store.breaker_open(key, time.time()))
-
-        offline = None
-        if not out.writes and options.model not in (None, "extractive"):
-            # a dry run never calls (nor pays) a model: the built-in summarizer stands in,
-            # so the report shows what would be replaced and about what it saves
-            from compactctl.summarize.extractive import ExtractiveSummarizer
-
-            offline = ExtractiveSummarizer()
-
         def attempt() -> dict[str, Any]:
-            native = out.as_format in AS_NATIVE
-            if native and is_stream(path):
-                raise UsageError(
-                    f"--as {out.as_format} writes a new session beside the original, and "
-                    "standard input has no place: give the session file",
-                    path=path,
-                )
-            session = (
-                Session.open(path, out.fmt, encoding=options.encoding,
-                             context_window=options.context_window)
-                if native
-                else open_session(
-                    path, out, encoding=options.encoding, context_window=options.context_window
-                )
-            )  # fmt: skip
-            resumable = native_format(out.as_format, session.format, path) if native else None
+            session, resumable = _compact_session(path, options, out)
             reconcile_store(store, session, out)
-            layer = CompactLayer(summarizer=offline, breaker_open=breaker)
+            layer = _compact_layer(options, out, store)
             plan = plan_live(lambda s: layer.plan(s, options), session)
-            if offline is not None:
+            if layer.summarizer is not None:
                 plan.report.model_not_called = options.model
-            if layer.failed is not None:
-                if store is not None:
-                    count = store.record_failure(plan.report.session_key, path, time.time())
-                    layer.failed.message += f" (consecutive failures: {count})"
-                raise layer.failed
+            _raise_failed(layer, store, plan.report.session_key, path)
 
             def record(result: Mapping[str, Any]) -> RunRecord:
                 messages = result["messages"] if result.get("summary") else None
                 return run_record(result, "compact", success=messages)
 
             report = plan.report.to_json()
+            if resumable is not None:
+                return write_resumable(session, resumable, plan.events, report, out, store)
+            return write_recorded(session, plan.events, report, out, store, record)
+
+        return replanned(path, attempt)
+
+
+def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
+    """``compact --layers``: the layers named, in one pass over one session
+    (:func:`compactctl.layers.onepass.plan_onepass`: one parse, one token count), their
+    events appended as one batch and recorded in the store as one run.
+
+    Args:
+        path: a transcript or ``-``.
+        options: :class:`compactctl.layers.onepass.OnePassOptions`.
+        out: where to write (``--as native`` too).
+
+    Returns:
+        ``{"sessionKey", "messages", "layers", "didCompress", "tokensBefore",
+        "promptEstimate", "released", "tokenizer", "contextWindow", "byLayer": [row, ...],
+        "durationMs"}`` (each row :meth:`~compactctl.layers.onepass.LayerRow.to_json`), plus
+        what :func:`write_plan` adds.
+
+    Raises:
+        SummarizerError: summarization failed (counted toward the 24-hour breaker); nothing
+            was written, the layers before it included.
+        UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
+            :func:`compact_path`.
+    """
+    from compactctl.layers.onepass import plan_onepass
+
+    with _store(out) as store:
+
+        def attempt() -> dict[str, Any]:
+            session, resumable = _compact_session(path, options.compact, out)
+            reconcile_store(store, session, out)
+            layer = _compact_layer(options.compact, out, store)
+            plan = plan_onepass(session, options, compact_layer=layer)
+            _raise_failed(layer, store, session.meta.key, path)
+            compacted = plan.reports.get("summary") or plan.reports.get("micro")
+            rows = [row.to_json() for row in plan.rows]
+            if compacted is not None and layer.summarizer is not None:
+                for row in rows:  # the compact layer's report: a dry run called no model
+                    if "didCompress" in row["report"]:
+                        row["report"]["modelNotCalled"] = options.compact.model
+            report = {
+                "sessionKey": session.meta.key,
+                "messages": session.messages,
+                "layers": list(options.layers),
+                "didCompress": bool(plan.events),
+                "tokensBefore": plan.tokens_before,
+                "promptEstimate": plan.tokens_after,
+                "released": plan.tokens_before - plan.tokens_after,
+                "tokenizer": session.counter.encoding_name,
+                "contextWindow": session.meta.context_window,
+                "byLayer": rows,
+                "durationMs": plan.duration_ms,
+            }
+
+            def record(result: Mapping[str, Any]) -> RunRecord:
+                rules = plan.reports.get("rules")
+                dedup = plan.reports.get("dedup")
+                summary = compacted.to_json().get("summary") if compacted else None
+                tiers = plan.reports.get("tiers")
+                return run_record(
+                    {
+                        **result,
+                        "groups": dedup.groups if dedup else 0,  # type: ignore[attr-defined]
+                        "summary": summary,
+                    },
+                    "compact",
+                    rules=sorted(rules.rules) if rules and rules.targets_count else None,  # type: ignore[attr-defined]
+                    success=session.messages if summary else None,
+                    tiers=tiers if tiers is not None and tiers.tier_texts else None,  # type: ignore[attr-defined]
+                )
+
             if resumable is not None:
                 return write_resumable(session, resumable, plan.events, report, out, store)
             return write_recorded(session, plan.events, report, out, store, record)

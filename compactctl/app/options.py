@@ -24,7 +24,7 @@ from compactctl.io.remote import is_url
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
 
-__all__ = ["config_key", "data_on_stdout", "output_options", "resolve"]
+__all__ = ["config_key", "data_on_stdout", "onepass_options", "output_options", "resolve"]
 
 Options = TypeVar("Options")
 
@@ -198,3 +198,41 @@ def data_on_stdout(out: OutputOptions, paths: list[str]) -> bool:
     if out.output is not None:
         return out.output == STDIN
     return out.output_dir is None and (out.materialize or any(is_stream(p) for p in paths))
+
+
+def onepass_options(layers: str, compact: Any, settings: Settings, *, by_rule: bool) -> Any:
+    """The :class:`~compactctl.layers.onepass.OnePassOptions` of ``compact --layers LAYERS``.
+
+    Args:
+        layers: the ``--layers`` value (:func:`compactctl.layers.onepass.parse_layers`).
+        compact: the resolved :class:`~compactctl.layers.options.CompactOptions` (micro and
+            summary, from ``compact``'s flags).
+        settings: ``compact``'s settings; rules, dedup and tiers read theirs from their own
+            command's table of the config file (``[rules]``, ...), as their commands do.
+        by_rule: the rules report's per-rule savings (shown unless ``-q``).
+
+    Raises:
+        UsageError: an unknown layer name (the message lists the valid ones) or a bad
+            setting.
+    """
+    from compactctl.layers.onepass import OnePassOptions, parse_layers
+    from compactctl.layers.options import DedupOptions, RulesOptions, TiersOptions
+
+    names = parse_layers(layers)
+    if compact.micro_only or not compact.micro_enabled:
+        raise UsageError(
+            "--layers names the layers that run: leave out --micro-only and --no-micro "
+            "(--layers micro runs micro compaction alone, --layers summary the summary alone)"
+        )
+    rules = resolve(RulesOptions, {"by_rule": by_rule}, settings.for_command("rules"))
+    try:
+        rules.chosen()
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0]) + " (see compactctl rules --list)") from None
+    return OnePassOptions(
+        layers=names,
+        rules=rules,
+        dedup=resolve(DedupOptions, {}, settings.for_command("dedup")),
+        compact=compact,
+        tiers=resolve(TiersOptions, {}, settings.for_command("tiers")),
+    )

@@ -242,6 +242,8 @@ def _compact_line(r: dict[str, Any]) -> str:
     resume = r.get("resume")
     if resume:
         return _resume_line(r, resume)
+    if "byLayer" in r:
+        return _layers_line(r)
     if not r["changed"]:
         return _unchanged(r, r.get("reason") or "nothing to do")
     parts = []
@@ -254,6 +256,34 @@ def _compact_line(r: dict[str, Any]) -> str:
     return (
         f"{r['path']}: {_verb(r, 'appended', 'would append')} {' + '.join(parts)}; prompt "
         f"estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+    )
+
+
+def _layers_line(r: dict[str, Any]) -> str:
+    """``compact --layers``: each layer's saving, then the prompt estimate of the pass.
+
+    >>> print(_layers_line({"path": "s", "changed": True, "written": "s",
+    ...     "tokensBefore": 9, "promptEstimate": 5, "released": 4, "byLayer": [
+    ...     {"layer": "rules", "events": 1, "released": 1, "report": {}},
+    ...     {"layer": "dedup", "events": 0, "released": 0, "report": {}},
+    ...     {"layer": "summary", "events": 1, "released": 3, "report": {}}]}))
+    s: appended rules -1, dedup unchanged, summary -3 tokens; prompt estimate 9 -> 5 tokens (-4)
+    """
+    if not r["changed"]:
+        why = "; ".join(
+            f"{row['layer']}: {row['report'].get('reason') or 'nothing to do'}"
+            for row in r["byLayer"]
+        )
+        return _unchanged(r, why or "no layer")
+    parts = [
+        f"{row['layer']} -{row['released']}" if row["events"] else f"{row['layer']} unchanged"
+        for row in r["byLayer"]
+    ]
+    est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
+    return (
+        f"{r['path']}: {_verb(r, 'appended', 'would append')} {', '.join(parts)} tokens; "
+        f"prompt estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} "
+        f"(-{r['released']})"
     )
 
 

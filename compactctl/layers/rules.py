@@ -296,14 +296,20 @@ class RulesLayer(EventLayer):
         Raises:
             KeyError: an unknown rule name in the options.
         """
-        event, report, _ = _plan(
+        event, report, rewriter = _plan(
             session.events,
             options,
             timestamp=self.now(),
             counter=session.counter,
             trace=options.by_rule,
+            view=session.effective(),
         )
-        return Plan([event] if event is not None else [], report)
+        if event is None:
+            return Plan([], report)
+        # the replay of this event (a layer after it, compact --layers) takes each text's
+        # result from the rewriter that planned it: the rules are pure, the versions the same
+        _ReplayMemo.event, _ReplayMemo.rewriter, _ReplayMemo.done = event, rewriter, {}
+        return Plan([event], report)
 
 
 def _plan(
@@ -313,8 +319,10 @@ def _plan(
     timestamp: str,
     counter: TokenCounter | None,
     trace: bool,
+    view: View | None = None,
 ) -> tuple[CompactEvent | None, RulesReport, _Rewriter]:
-    """:func:`plan_rules`, and the rewriter that holds each text's result.
+    """:func:`plan_rules`, and the rewriter that holds each text's result (``view``: the
+    effective context of ``events`` when the caller has it, else it is replayed).
 
     Without ``trace`` the rules run as one chain per text (no per-rule steps) and the
     report's ``byRule`` is empty; the event is the same (its targets and ``tokensSaved``
@@ -323,7 +331,8 @@ def _plan(
     counter = counter or TokenCounter("estimate")
     versions = {r.name: r.version for r in opts.chosen()}
     rw = _Rewriter(versions, trace=trace)
-    view = replay(list(events))
+    if view is None:
+        view = replay(list(events))
     tool_of_call = tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
     for m in view:

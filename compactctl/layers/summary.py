@@ -43,8 +43,6 @@ from compactctl.tokens import (
     TokenCounter,
     context_window_for,
     message_payload,
-    messages_tokens,
-    prompt_sum,
 )
 
 if TYPE_CHECKING:  # imported where summarization runs: micro compaction needs neither
@@ -314,33 +312,6 @@ def _emit(enabled: bool, name: str, payload: Mapping[str, Any]) -> None:
         sys.stderr.flush()
 
 
-class _Sizes:
-    """The prompt size of views that share most of their messages, each message sized once.
-
-    ``plan_compact`` sizes the context before, between and after its steps; the views
-    differ only in the messages a step changed, so the payload of every other message is
-    built, measured and counted once (the counter also caches by text, but hashing every
-    payload again costs a pass over the whole session).
-    """
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self._known: dict[int, tuple[Message, int, int]] = {}  # id -> (message, chars, tokens)
-
-    def totals(self, view: View) -> tuple[int, int]:
-        """``(prompt_tokens(view, counter), chars)``: tokens as
-        :func:`~compactctl.tokens.prompt_tokens` counts them, chars of the payloads."""
-        known = self._known
-        fresh = [m for m in view if id(m) not in known]
-        if fresh:
-            payloads = [message_payload(m.data) for m in fresh]
-            counts = messages_tokens([m.data for m in fresh], self.counter)
-            for m, text, n in zip(fresh, payloads, counts, strict=True):
-                known[id(m)] = (m, len(text), n)
-        sizes = [known[id(m)] for m in view]
-        return prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
-
-
 def plan_compact(
     events: Iterable[Event],
     opts: CompactOptions,
@@ -475,7 +446,7 @@ def _plan_compact(
     counter = session.counter
     window = session.meta.context_window
     view = session.effective()
-    sizes = _Sizes(counter)
+    sizes = session.sizes
     before, chars_before = sizes.totals(view)
     trigger = "reactive" if opts.reactive else ("manual" if opts.force else "auto")
     manual = opts.force or opts.reactive

@@ -624,6 +624,7 @@ def plan_tiers(
     summarizer: Summarizer | None = None,
     budgets: Mapping[str, int] = TIER_BUDGETS,
     redact: bool = True,
+    view: list[Message] | None = None,
 ) -> tuple[SummaryEvent | None, dict[str, Any]]:
     """Decide the tiers of a session's newest summary: the superseding SummaryEvent, if any.
 
@@ -649,6 +650,8 @@ def plan_tiers(
         budgets: tier budgets in tokens.
         redact: redact secrets from new tier texts (:func:`redact_tiers`); tiers already
             on the summary are kept as they are.
+        view: the effective context of ``events`` when the caller has it (``None``: it is
+            replayed here).
 
     Returns:
         ``(event, report)``; report: ``{"summary", "tiers": {L: tokens}, "selectedTier",
@@ -665,7 +668,8 @@ def plan_tiers(
     if tier not in ("auto", *TIERS):
         raise UsageError(f"--tier must be auto, L0, L1 or L2, not {tier!r}")
     log = list(events)
-    view = replay(log)
+    if view is None:
+        view = replay(log)
     current = next((m for m in reversed(view) if "summaryOf" in m.data), None)
     report: dict[str, Any] = {
         "summary": None,
@@ -791,8 +795,6 @@ class TiersLayer(EventLayer):
         Raises:
             UsageError: an unknown tier. SummaryFormatError: a model rewrite was invalid.
         """
-        from compactctl.replay import replay
-
         started = time.monotonic()
         summarizer = None
         if options.model:
@@ -810,6 +812,7 @@ class TiersLayer(EventLayer):
             context_window=session.meta.context_window,
             summarizer=summarizer,
             redact=options.redact,
+            view=session.effective(),
         )
         report = TiersReport(
             summary=found["summary"],
@@ -824,7 +827,7 @@ class TiersLayer(EventLayer):
         if event is None:
             return Plan([], report)
         report.replaces = len(event.replaces)
-        report.tokens_before = prompt_tokens(session.effective(), session.counter)
-        report.prompt_estimate = prompt_tokens(replay([*events, event]), session.counter)
+        report.tokens_before = session.prompt_estimate()
+        report.prompt_estimate = session.extended([event]).prompt_estimate()
         report.tier_texts = event.tiers
         return Plan([event], report)

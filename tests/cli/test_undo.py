@@ -211,3 +211,27 @@ def test_a_revert_takes_back_only_compactions_before_it():
     assert [e.uuid for e in live_events(log)] == ["m1", "m2", "s2"]
     # m1 stays (a revert never removes a message), s2 (after the revert) applies
     assert [m.data["content"] for m in replay(log)] == ["T", "b"]
+
+
+def test_undo_takes_back_a_one_pass_run_whole_and_it_compacts_again(tmp_path: Path):
+    """`compact --layers all` appends one batch (rules, dedup, micro, summary, tiers events):
+    one undo takes all of it back, and the one pass after the undo plans over the live log."""
+    path = _copy(tmp_path, "small-s1.canonical.jsonl")
+    before = _view(path)
+    size = path.stat().st_size
+    _ok("compact", "--force", "--layers", "all", *EST, str(path))
+    run = [orjson.loads(x) for x in path.read_bytes()[size:].splitlines()]
+    assert len(run) >= 3 and len({e["timestamp"] for e in run}) == 1
+    compacted = _view(path)
+
+    r = _ok("undo", *EST, "--json", str(path))
+    assert [e["uuid"] for e in orjson.loads(r.stdout)["files"][0]["reverted"]] == [
+        e["uuid"] for e in run
+    ]
+    assert _view(path) == before
+
+    size = path.stat().st_size
+    _ok("compact", "--force", "--layers", "all", *EST, str(path))
+    again = [orjson.loads(x) for x in path.read_bytes()[size:].splitlines()]
+    assert [e["type"] for e in again] == [e["type"] for e in run]
+    assert [m["content"] for m in _view(path)] == [m["content"] for m in compacted]

@@ -6,8 +6,6 @@ import contextlib
 import gzip
 import hashlib
 import io
-import os
-import subprocess
 import sys
 
 import pytest
@@ -22,7 +20,7 @@ from compactctl.session import (
     encoding_name,
     session_key,
 )
-from tests.helpers import ROOT, msg, write_jsonl
+from tests.helpers import ROOT, count_opens, msg, write_jsonl
 
 SAMPLE = ROOT / "fixtures/samples/small-s1.canonical.jsonl"
 
@@ -155,39 +153,12 @@ def test_nothing_is_loaded(no_encodings, tmp_path, monkeypatch, case):
     assert no_encodings == {}
 
 
-_COUNT_OPENS = """
-import os, sys
-target = os.path.realpath(sys.argv[1])
-opened = []
-def hook(event, args):
-    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
-        p = os.fsdecode(args[0])
-        if os.path.realpath(p) == target:
-            opened.append(args[1:])
-sys.addaudithook(hook)
-sys.argv = ["compactctl", *sys.argv[2:]]
-from compactctl.cli import main
-try:
-    main()
-except SystemExit:
-    pass
-sys.stderr.write(f"OPENS {len(opened)} {opened!r}\\n")
-"""
-
-
 def test_compact_force_opens_the_transcript_twice(tmp_path):
     """One ``compact --force FILE`` opens FILE twice: once to read, once to append (audit
     hooks see every ``open``/``os.open`` in the process, as strace would)."""
     p = tmp_path / "s.jsonl"
     p.write_bytes(SAMPLE.read_bytes())
-    env = {**os.environ, "COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
-    out = subprocess.run(
-        [sys.executable, "-c", _COUNT_OPENS, str(p), "compact", "--force", "--jobs", "1", str(p)],
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-    line = out.stderr.decode().strip().splitlines()[-1]
-    assert line.startswith("OPENS 2 "), out.stderr.decode()
+    env = {"COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
+    line = count_opens(p, "compact", "--force", "--jobs", "1", str(p), env=env)
+    assert line.startswith("OPENS 2 PARSED 1 "), line
     assert p.stat().st_size > len(SAMPLE.read_bytes())  # the append landed

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from compactctl.errors import SummarizerError
 from compactctl.formats.reader import load
 from compactctl.layers.micro import MicroParams, plan_micro, plan_micro_view
-from compactctl.layers.summary import CompactOptions, _Sizes, plan_compact
+from compactctl.layers.summary import CompactOptions, plan_compact
 from compactctl.media import media_rule_for
 from compactctl.model import Event, Message, SessionEvent, event_from_dict
 from compactctl.replay import replay
-from compactctl.tokens import TokenCounter, message_payload, prompt_tokens
+from compactctl.tokens import PromptSizes, TokenCounter, message_payload, prompt_tokens
 from tests.fakes import FakeSummarizer
 from tests.helpers import SAMPLES
 from tests.strategies import logs_with_reductions
@@ -82,7 +82,7 @@ def test_micro_view_is_the_replay_of_the_log_and_the_event(log: list[Event], par
 @given(logs(), st.lists(st.integers(0, 40), max_size=6))
 def test_sizes_agree_with_prompt_tokens_over_shared_views(log: list[Event], cuts: list[int]):
     counter = TokenCounter("estimate")
-    sizes = _Sizes(counter)
+    sizes = PromptSizes(counter)
     view = replay(log)
     views = [view] + [view[:c] + [m.evolve(content="changed") for m in view[c:]] for c in cuts]
     for v in views + views[::-1]:  # shared messages: sized once, then from the cache
