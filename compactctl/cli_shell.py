@@ -81,8 +81,8 @@ WindowOpt = Annotated[
 
 
 _SINCE = (
-    "Only files modified at or after WHEN: a date (2026-12-01), a date and time "
-    "(2026-12-01T08:30, local unless Z or +HH:MM), or a duration ago (7d)."
+    "Only files modified at or after WHEN: a date (2026-01-31), a date and time "
+    "(2026-01-31T08:30, local unless Z or +HH:MM), or a duration ago (7d)."
 )
 _UNTIL = "Only files modified before WHEN (as --since; the file's mtime)."
 _OLDER = "Only files not modified for DURATION (30m, 2h, 1d): leaves live sessions alone."

@@ -168,9 +168,6 @@ def walk(
 ) -> Walk:
     """Expand PATHS into transcript files, in a stable order: the one place files are found.
 
-    Raises:
-        UsageError: a time filter with a URL among PATHS (no local modification time).
-
     Files are taken as given (any name); folders are searched recursively for ``*.jsonl``
     and ``*.jsonl.gz`` (sorted), and with ``documents`` (opt-in) also for the ``*.json``,
     ``*.traj`` and ``*.md`` files a reader recognises (:func:`recognised_document`: Gemini CLI
@@ -181,6 +178,9 @@ def walk(
     to every local file, named or found; ``-`` and URLs take only the patterns. ``skip``:
     folders never searched (a ``-o DIR/`` inside the input tree: compactctl never reads its
     own outputs back as inputs), compared by device and inode.
+
+    Raises:
+        UsageError: a time filter with a URL among PATHS (no local modification time).
     """
     files: list[Found] = []
     errors: list[InputError] = []

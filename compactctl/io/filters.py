@@ -70,7 +70,7 @@ def parse_when(text: str, option: str, now: float | None = None) -> float:
         when = dt.datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise UsageError(
-            f"{option} takes a date (2026-12-01), a date and time (2026-12-01T08:30, local "
+            f"{option} takes a date (2026-01-31), a date and time (2026-01-31T08:30, local "
             f"time unless it ends in Z or +HH:MM) or a duration back from now (7d), not {text!r}"
         ) from None
     return when.timestamp()  # a naive time is local time
