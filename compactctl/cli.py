@@ -148,12 +148,11 @@ def inspect_cmd(
     flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
                  top=top, fmt=fmt, tier=tier)  # fmt: skip
     opts = resolve(InspectOptions, flags, settings)  # checked with --effective too
+    scope = dataclasses.replace(sh.scope(), json_out=json_out)
     if effective:
-        raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt).return_code)
+        raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt, scope=scope).return_code)
     worker = functools.partial(inspect_path, options=opts)
-    report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
-                         json_out=json_out, quiet=sh.quiet, verbose=sh.verbose,
-                         dask=sh.dask, documents=sh.documents or None)  # fmt: skip
+    report = run_inspect(paths, worker, settings=settings, scope=scope, check=check)
     finish(report, "with findings", sh.quiet, rest="clean")
 
 
@@ -170,6 +169,7 @@ def main() -> None:
         "compactctl compact --force --materialize -o ctx.jsonl session.jsonl",
         "compactctl compact --model openai/gpt-4o-mini --force session.jsonl",
         "compactctl compact --check ~/sessions/",
+        "compactctl compact -q --older-than 2h --exclude 'archive/' -o compacted/ ~/sessions/",
         "cat s.jsonl | compactctl compact --force - > out.jsonl",
         "compactctl compact --force --as native ~/.claude/projects/-src-app/SESSION.jsonl",
         "compactctl compact --layers all session.jsonl   # rules, dedup, micro, summary, tiers",
@@ -686,9 +686,7 @@ def eval_cmd(
                  judge=judged, compare=configs)  # fmt: skip
     opts = resolve(EvalOptions, flags, s)
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
-                      jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
-                      verbose=sh.verbose, dask=sh.dask,
-                      documents=sh.documents or None)  # fmt: skip
+                      scope=sh.scope())  # fmt: skip
     if min_retention is not None or minimum:
         finish(report, "below the minimum", sh.quiet, rest="passed")
     raise typer.Exit(report.return_code)

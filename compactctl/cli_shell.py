@@ -83,6 +83,18 @@ WindowOpt = Annotated[
 ]
 
 
+_SINCE = (
+    "Only files modified at or after WHEN: a date (2026-01-31), a date and time "
+    "(2026-01-31T08:30, local unless Z or +HH:MM), or a duration ago (7d)."
+)
+_UNTIL = "Only files modified before WHEN (as --since; the file's mtime)."
+_OLDER = "Only files not modified for DURATION (30m, 2h, 1d): leaves live sessions alone."
+_GLOB = (
+    "Only files matching this gitignore-style pattern, relative to the folder given (repeatable)."
+)
+_EXCLUDE = "Leave out files matching this gitignore-style pattern (repeatable; archive/, *.gz)."
+
+
 @dataclasses.dataclass(frozen=True)
 class Shell:
     """The options several commands share, each declared once: a field is an option (its
@@ -97,8 +109,9 @@ class Shell:
         typer.Option(
             "--output",
             "-o",
-            help="Write the result here (a file, or - for stdout) instead of appending in "
-            "place. Needed for foreign formats.",
+            help="Write the result here (a file, - for stdout, or DIR/: the input tree "
+            "mirrored, up-to-date outputs left as they are) instead of appending in place. "
+            "Needed for foreign formats.",
         ),
     ] = None
     materialize: Annotated[
@@ -192,6 +205,15 @@ class Shell:
             "events as one batch: rules,dedup,micro,summary,tiers (in that order) or all.",
         ),
     ] = None
+    since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help=_SINCE)] = None
+    until: Annotated[str | None, typer.Option("--until", metavar="WHEN", help=_UNTIL)] = None
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", metavar="DURATION", help=_OLDER)
+    ] = None
+    glob: Annotated[list[str] | None, typer.Option("--glob", metavar="PATTERN", help=_GLOB)] = None
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", metavar="PATTERN", help=_EXCLUDE)
+    ] = None
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
 
@@ -199,6 +221,27 @@ class Shell:
     def encoding_flag(self) -> str | None:
         """``--estimate`` as the encoding ``"estimate"``, else ``--encoding``."""
         return "estimate" if self.estimate else self.encoding
+
+    def scope(self) -> Any:
+        """The run's :class:`~compactctl.app.runner.RunScope`: ``--jobs``, ``--dask``,
+        ``--documents``, ``-q``, ``-v``, ``--json`` and the filters.
+
+        Raises:
+            UsageError: a filter value that does not parse.
+        """
+        from compactctl.app.runner import RunScope
+        from compactctl.io.filters import FileFilter, parse_duration, parse_when
+
+        filters = FileFilter(
+            since=None if self.since is None else parse_when(self.since, "--since"),
+            until=None if self.until is None else parse_when(self.until, "--until"),
+            older_than=None if self.older_than is None else parse_duration(self.older_than),
+            globs=tuple(self.glob or ()),
+            excludes=tuple(self.exclude or ()),
+        )
+        return RunScope(jobs=self.jobs, dask=self.dask, documents=self.documents or None,
+                        quiet=self.quiet, verbose=self.verbose, json_out=self.json_out,
+                        filters=filters)  # fmt: skip
 
     def output_options(
         self, s: Settings, paths: list[str], tier: str | None, *, native: bool = False
@@ -216,7 +259,10 @@ class Shell:
         return output_options(s, paths, flags)
 
 
-RUN = ("config", "jobs", "dask", "documents", "quiet", "verbose")
+FILTERS = ("since", "until", "older_than", "glob", "exclude")
+"""The :class:`Shell` fields that choose files (:class:`~compactctl.io.filters.FileFilter`)."""
+
+RUN = ("config", "jobs", "dask", "documents", *FILTERS, "quiet", "verbose")
 """The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
 
 
@@ -389,16 +435,14 @@ def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, 
     from compactctl.app.report import SUMMARY_VERBS
     from compactctl.app.runner import run_transform
 
-    report = run_transform(paths, worker, command=command, settings=s, out=out, jobs=sh.jobs,
-                           json_out=sh.json_out, quiet=sh.quiet, dask=sh.dask,
-                           documents=sh.documents or None,
-                           **kwargs)  # fmt: skip
+    report = run_transform(paths, worker, command=command, settings=s, out=out,
+                           scope=sh.scope(), **kwargs)  # fmt: skip
     verb = SUMMARY_VERBS[command]
     finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)
 
 
 def finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
-    if not quiet and (report.processed + len(report.failures)) > 1:
+    if not quiet and (report.processed + len(report.failures) + len(report.skips)) > 1:
         err(report.summary(verb, rest))
     raise typer.Exit(report.return_code)
 

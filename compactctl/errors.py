@@ -79,6 +79,20 @@ class SummarizerError(CompactError):
     exit_code = EXIT_INPUT
 
 
+class NotAppendable(InputError):
+    """A transcript that cannot be changed in place: another agent's format, or gzip
+    (exit code 3 when the file was named; a folder run skips it with a notice instead,
+    :func:`compactctl.app.runner.run_files`).
+
+    Attributes:
+        kind: the file's format (``claude-code``, ...) or ``gzip``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, kind: str = "gzip"):
+        super().__init__(message, path=path)
+        self.kind = kind
+
+
 class FileChanged(CompactError):
     """The transcript is not the file that was read (exit code 75): between the read and the
     append it was rotated, rewritten, truncated or moved, or it was moved or deleted during

@@ -26,7 +26,7 @@ from functools import cached_property
 
 import orjson
 
-from compactctl.errors import InputError
+from compactctl.errors import NotAppendable
 from compactctl.io.files import (
     STDIN,
     AppendResult,
@@ -265,7 +265,7 @@ class Session:
         identity: list[IdentityReader] = []
         with open_input(path, identity=identity) as stream:
             if refuse_compressed and identity and identity[0].compressed:
-                raise InputError(
+                raise NotAppendable(
                     "is gzip-compressed; compactctl does not append to a compressed transcript "
                     "(nothing was written). Pass -o FILE (or -o DIR/ for many files) to write "
                     "the result",

@@ -31,20 +31,22 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from compactctl.app import provenance
 from compactctl.errors import (
     CompactError,
     CompactWarning,
     FileChanged,
-    InputError,
     LockTimeout,
+    NotAppendable,
     StoreNotUpdated,
     UsageError,
 )
 from compactctl.io.export import materialized_lines
-from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_output
+from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_unless_same
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.io.native import AS_NATIVE, native_format
+from compactctl.io.remote import is_url
 from compactctl.layers.undo import plan_live
 from compactctl.model import Event
 from compactctl.replay import replay
@@ -58,9 +60,12 @@ __all__ = [
     "compact_path",
     "convert_path",
     "dedup_path",
+    "fresh",
     "layer_path",
     "layers_path",
+    "mirrored_name",
     "output_name",
+    "output_target",
     "reconcile_store",
     "record_run",
     "replanned",
@@ -93,6 +98,11 @@ class OutputOptions:
         fmt: the source format (``None``: detect).
         db: the store path (``None``: ``COMPACTCTL_DB`` or the XDG state folder); ``""``
             disables the store.
+        roots: the folders among PATHS: under ``-o DIR/`` a file found in one keeps its
+            path relative to it (:func:`mirrored_name`).
+        fingerprint: what decides a ``-o`` output besides its input
+            (:func:`compactctl.app.provenance.fingerprint`), set by the job: its output
+            records it (:func:`fresh`).
     """
 
     output: str | None = None
@@ -106,6 +116,8 @@ class OutputOptions:
     tier: str | None = None
     fmt: str | None = None
     db: str | None = None
+    roots: tuple[str, ...] = ()
+    fingerprint: str | None = None
 
     @property
     def writes(self) -> bool:
@@ -140,36 +152,85 @@ def output_name(path: str) -> str:
     return name
 
 
+def mirrored_name(path: str, roots: tuple[str, ...] = ()) -> str:
+    """Where an input goes under ``-o DIR/``, relative to DIR: its path relative to the first
+    of ``roots`` (the folders among PATHS) that holds it, else its own name, with the name
+    made by :func:`output_name` (issue 19: ``a/s.jsonl`` and ``b/s.jsonl`` of one folder no
+    longer clash; the tree is mirrored).
+
+    >>> mirrored_name("in/a/s.jsonl.gz", ("in",)), mirrored_name("x/t.traj", ("in",))
+    ('a/s.jsonl', 't.jsonl')
+    """
+    if path != STDIN:
+        for root in roots:
+            rel = os.path.relpath(path, root)
+            if rel != os.curdir and not rel.startswith(os.pardir + os.sep):
+                return os.path.join(os.path.dirname(rel), output_name(path))
+    return output_name(path)
+
+
+def output_target(path: str, out: OutputOptions) -> str | None:
+    """The ``-o`` target of ``path`` (``-o DIR/``: DIR joined with :func:`mirrored_name`;
+    its folder is created when the run writes), or ``None`` without ``-o``."""
+    if out.output_dir is None:
+        return out.output
+    target = os.path.join(out.output_dir, mirrored_name(path, out.roots))
+    parent = os.path.dirname(target)
+    if out.writes and parent and not is_url(target):
+        os.makedirs(parent, exist_ok=True)
+    return target
+
+
+def fresh(
+    command: str, options: Any, path: str, out: OutputOptions
+) -> tuple[OutputOptions, dict[str, Any] | None]:
+    """``out`` with the fingerprint of ``command`` and ``options`` (``-o DIR/`` only: the
+    nightly run over a tree), and the recorded result of ``path`` when its output is up to
+    date (nothing to plan nor write: :mod:`compactctl.app.provenance`), else ``None``."""
+    if out.output_dir is None:
+        return out, None
+    folder = out.output_dir
+    fp = provenance.fingerprint(command, options, out)
+    out = replace(out, fingerprint=fp)
+    target = output_target(path, out)
+    return out, provenance.recorded_result(path, target, folder, fp)
+
+
 def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
     """``convert`` on one transcript: its canonical JSONL, written where ``out`` says.
 
     The target is ``out.output`` (a file, or ``-``/``None`` for stdout) or, with ``-o DIR/``,
-    ``DIR/`` + :func:`output_name`. The source is never changed. With ``out.dry_run`` or
+    ``DIR/`` + :func:`mirrored_name`. The source is never changed; a target holding the
+    same bytes already is not rewritten (the conversion is deterministic, so that is all
+    "up to date" needs here). With ``out.dry_run`` or
     ``out.check`` nothing is written.
 
     Returns:
         ``{"path", "format", "events", "output", "changed"}``: the detected (or given)
         format, the number of canonical events, the target (``-`` for stdout), and whether
         the canonical form differs from the source (``False`` for a canonical source, whose
-        lines are written back unchanged).
+        lines are written back unchanged), plus ``"upToDate": True`` when the target held
+        these bytes already (not rewritten: :func:`~compactctl.io.files.write_unless_same`).
 
     Raises:
         InputError: unreadable file or unknown format. WriteError: the target cannot be
         written.
     """
     session = Session.open(path, out.fmt, preload=False)
-    target = out.output or STDIN
-    if out.output_dir is not None:
-        target = os.path.join(out.output_dir, output_name(path))
+    target = output_target(path, out) or STDIN
+    same = False
     if out.writes:
-        write_output(target, dump_events(session.events))
-    return {
+        same = write_unless_same(target, dump_events(session.events)) is None
+    result: dict[str, Any] = {
         "path": path,
         "format": session.format,
         "events": len(session.events),
         "output": target,
-        "changed": session.format != "canonical",
+        "changed": session.format != "canonical" and not same,
     }
+    if same:
+        result["upToDate"] = True
+    return result
 
 
 def open_session(
@@ -178,12 +239,14 @@ def open_session(
     """Open the session a job changes, refusing what cannot be changed in place.
 
     A foreign-format or gzip transcript is never appended to: it needs ``-o`` (refused
-    before any planning, with ``--dry-run`` / ``--check`` too; a gzip file before it is
-    read).
+    before any planning, with ``--dry-run`` too; a gzip file before it is read). ``--check``
+    judges it on its canonical form instead (issue 19: a CI gate tells "needs work", exit 1,
+    from "cannot be read", exit 3): whether compacting what it converts to would append.
 
     Raises:
-        InputError: a foreign or gzip file to be changed in place (exit 3: the other files
-            of a run are still processed), or a read failure.
+        NotAppendable: a foreign or gzip file to be changed in place (exit 3 when named; a
+            folder run skips it: :func:`compactctl.app.runner.run_files`).
+        InputError: a read failure.
     """
     in_place = out.in_place(path)
     session = Session.open(
@@ -194,12 +257,13 @@ def open_session(
         refuse_compressed=in_place and out.writes,
     )
     fmt = session.format
-    if in_place and fmt != "canonical":
-        raise InputError(
+    if in_place and fmt != "canonical" and not out.check:
+        raise NotAppendable(
             f"is {'an' if fmt[0] in 'aeio' else 'a'} {fmt} transcript; compactctl never "
             "appends to another agent's file (nothing was written). Pass -o FILE, -o DIR/ "
             "(many files) or -o - to write canonical JSONL with the result",
             path=path,
+            kind=fmt,
         )
     return session
 
@@ -212,13 +276,16 @@ def write_plan(
     - a file, no ``-o``: the new events are appended in place (:meth:`Session.append`);
     - ``-`` (stdin) or another stream (a FIFO, ``/dev/stdin``: ``is_stream``), no ``-o``:
       the input events (raw bytes) then the new ones, to stdout;
-    - ``-o TARGET``: the same stream written to TARGET (atomically; ``-`` is stdout);
+    - ``-o TARGET``: the same stream written to TARGET (atomically; ``-`` is stdout); a
+      target that holds these bytes already is not rewritten (``upToDate``, ``changed``
+      false: a second identical run writes nothing);
     - ``--materialize``: the effective context (canonical, or ``--as openai``) instead;
     - ``--dry-run`` / ``--check``: nothing is written.
 
     Returns:
         ``report`` plus ``path``, ``format``, ``changed``, ``appended``, ``skipped``,
-        ``written`` (where the output went) and ``tornLine``.
+        ``written`` (where the output went) and ``tornLine``; ``upToDate`` and ``output``
+        when the ``-o`` target held these bytes already.
 
     Raises:
         UsageError: ``-o`` naming the input itself. WriteError, LockTimeout, FileChanged:
@@ -233,7 +300,7 @@ def _write(
     """:func:`write_plan`, and the number of bytes written (appended, or the output's)."""
     path = session.path
     if out.output_dir is not None:
-        out = replace(out, output=os.path.join(out.output_dir, output_name(path)))
+        out = replace(out, output=output_target(path, out))
     result: dict[str, Any] = {
         **report,
         "path": path,
@@ -254,17 +321,22 @@ def _write(
             "transcript), or omit -o to append to a canonical transcript in place",
             path=path,
         )
-    if out.materialize:
-        view = replay(session.events + new, tier=out.tier)
-        result["written"] = target or STDIN
-        lines = materialized_lines(view, out.as_format, None if stream else path)
-        return result, write_output(target or STDIN, lines)
-    if target is not None or stream:
+    if out.materialize or target is not None or stream:
         dest = target or STDIN
-        size = write_output(dest, dump_events(session.events + new))
-        result["written"] = dest
-        result["appended"] = len(new)
-        return result, size
+        if out.materialize:
+            view = replay(session.events + new, tier=out.tier)
+            lines = materialized_lines(view, out.as_format, None if stream else path)
+        else:
+            lines = dump_events(session.events + new)
+            result["appended"] = len(new)
+        size = write_unless_same(dest, lines)
+        if size is None:  # the target holds these bytes already: not rewritten
+            result.update(written=None, appended=0, changed=False, upToDate=True, output=dest)
+        else:
+            result["written"] = dest
+        if out.fingerprint is not None and out.output_dir is not None:
+            provenance.record(path, dest, out.output_dir, out.fingerprint, session.identity, result)
+        return result, size or 0
     if not new:
         return result, 0
     done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
@@ -551,6 +623,9 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
         UsageError, InputError, WriteError, LockTimeout, FileChanged, StoreNotUpdated: as
             :func:`open_session` and :func:`write_recorded`.
     """
+    out, hit = fresh("compact", options, path, out)
+    if hit is not None:
+        return hit
     with _store(out) as store:
 
         def attempt() -> dict[str, Any]:
@@ -598,6 +673,9 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     """
     from compactctl.layers.onepass import plan_onepass
 
+    out, hit = fresh("compact --layers", options, path, out)
+    if hit is not None:
+        return hit
     with _store(out) as store:
 
         def attempt() -> dict[str, Any]:
@@ -727,6 +805,9 @@ def layer_path(
         from compactctl.layers.undo import UndoLayer as Layer  # type: ignore[assignment]
     else:
         from compactctl.layers.dedup import DedupLayer as Layer  # type: ignore[assignment]
+    out, hit = fresh(command, (options, encoding), path, out)
+    if hit is not None:
+        return hit
     with _store(out) as store:
 
         def attempt() -> dict[str, Any]:
@@ -788,6 +869,9 @@ def tiers_path(
     """
     from compactctl.layers.tiers import TiersLayer, TiersOptions
 
+    out, hit = fresh("tiers", (tier, encoding, context_window, model, redact), path, out)
+    if hit is not None:
+        return hit
     with _store(out) as store:
 
         def attempt() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
-from compactctl.io.files import STDIN, discover, is_stream
+from compactctl.io.files import STDIN, is_stream, walk
 from compactctl.io.native import AS_NATIVE
 from compactctl.io.remote import is_url
 
@@ -109,17 +109,21 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
         paths: the command's PATHS, as typed.
         flags: fields of ``OutputOptions`` as typed (``None``: not given); ``output`` names
             a folder (``-o DIR/`` or an existing directory) or a file. The folder is
-            created unless ``dry_run`` or ``check``.
+            created unless ``dry_run`` or ``check``; under it each input keeps its path
+            relative to the folder of PATHS it was found in (``roots``:
+            :func:`~compactctl.app.jobs.mirrored_name`), and the folder itself is never
+            searched for inputs.
 
     Raises:
         UsageError: ``-o FILE`` with several inputs, or naming an input; two inputs with
-            the same name under ``-o DIR/``, or one that would overwrite its input; ``--as``
-            not canonical or openai, or without ``--materialize``; ``--tier`` not L0, L1 or
-            L2; a bad ``lock_timeout`` or ``torn_wait`` setting; ``--as native`` (or
+            the same target under ``-o DIR/`` (files named from two folders), or one that
+            would overwrite its input; ``--as`` not canonical or openai, or without
+            ``--materialize``; ``--tier`` not L0, L1 or L2; a bad ``lock_timeout`` or
+            ``torn_wait`` setting; ``--as native`` (or
             ``claude-code``, ``codex-rollout``: only when ``flags["native_ok"]``, compact's)
             with ``-o`` or ``--materialize``.
     """
-    from compactctl.app.jobs import OutputOptions, output_name
+    from compactctl.app.jobs import OutputOptions, mirrored_name
 
     output: str | None = flags.get("output")
     output_dir: str | None = None
@@ -140,9 +144,12 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
                 makedirs(output_dir)
             else:
                 os.makedirs(output_dir, exist_ok=True)
+    roots: tuple[str, ...] = ()
     if output is not None or output_dir is not None:
-        files, _ = discover(paths, documents=settings.get("documents", flags.get("documents"),
-                                                          False, bool))  # fmt: skip
+        documents = settings.get("documents", flags.get("documents"), False, bool)
+        found = walk(paths, documents=documents, skip=[output_dir] if output_dir else [])
+        files = [f.path for f in found.files]
+        roots = tuple(dict.fromkeys(f.root for f in found.files if f.root is not None))
         if output is not None and len(files) > 1:
             raise UsageError(
                 f"-o {output} would receive {len(files)} transcripts; give a folder "
@@ -155,7 +162,7 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
                     "rewrites a transcript), or omit -o to append to a canonical one in place"
                 )
         if output_dir is not None:
-            targets = [os.path.join(output_dir, output_name(f)) for f in files]
+            targets = [os.path.join(output_dir, mirrored_name(f, roots)) for f in files]
             clash = {t for t in targets if targets.count(t) > 1}
             if clash:
                 raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
@@ -181,7 +188,8 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         raise UsageError(f"--tier must be L0, L1 or L2, not {tier!r}")
     fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents")}
-    return resolve(OutputOptions, {**fields, "output": output, "output_dir": output_dir}, settings)
+    fields.update(output=output, output_dir=output_dir, roots=roots or None)
+    return resolve(OutputOptions, fields, settings)
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -29,6 +29,7 @@ __all__ = [
     "print_list",
     "print_store_report",
     "report_line",
+    "up_to_date_line",
 ]
 
 
@@ -41,17 +42,31 @@ class Report:
         processed: files processed.
         failures: ``(path, error)`` for each file that could not be processed.
         changed: files that were (or, with --check/--dry-run, would be) changed.
+        skips: ``(path, reason)`` for each file skipped (met in a folder, it cannot be
+            changed in place: another agent's format, gzip); not a failure.
+        up_to_date: files whose ``-o`` output held the bytes already (not rewritten).
+        left_out: files found but left out by the filters (``--since``, ``--glob``, ...).
     """
 
     check: bool = False
     processed: int = 0
     failures: list[tuple[str, CompactError]] = field(default_factory=list)
     changed: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    up_to_date: int = 0
+    left_out: int = 0
 
     def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
-        """Record a processed file and whether it changed (or would change)."""
+        """Record a processed file and whether it changed (or would change); a result
+        with ``upToDate`` counts as up to date."""
         self.processed += 1
         self.changed += int(changed)
+        self.up_to_date += int(bool(result.get("upToDate")))
+
+    def skipped(self, path: str, reason: str) -> None:
+        """Record a file skipped for ``reason`` (a sentence: why, and how to process it);
+        it is neither processed nor failed, and leaves the exit code as it is."""
+        self.skips.append((path, reason))
 
     def failed(self, path: str, error: CompactError) -> None:
         """Record a file that could not be processed; the run goes on."""
@@ -76,11 +91,12 @@ class Report:
         """The ``totals`` of a transcript-changing command's ``--json`` document.
 
         >>> Report(processed=2, changed=1).totals()
-        {'files': 2, 'changed': 1, 'failed': 0, 'errors': []}
+        {'files': 2, 'changed': 1, 'skipped': 0, 'failed': 0, 'errors': []}
         """
         return {
             "files": self.processed,
             "changed": self.changed,
+            "skipped": len(self.skips),
             "failed": len(self.failures),
             "errors": [{"path": p, "message": e.message} for p, e in self.failures],
         }
@@ -93,8 +109,14 @@ class Report:
         """
         n = self.processed
         parts = [f"{self.changed} file{'s' if self.changed != 1 else ''} {verb}"]
-        if n - self.changed:
-            parts.append(f"{n - self.changed} {rest}")
+        if n - self.changed - self.up_to_date:
+            parts.append(f"{n - self.changed - self.up_to_date} {rest}")
+        if self.up_to_date:
+            parts.append(f"{self.up_to_date} up to date (nothing written)")
+        if self.skips:
+            parts.append(f"{len(self.skips)} skipped")
+        if self.left_out:
+            parts.append(f"{self.left_out} left out by the filters")
         if self.failures:
             parts.append(f"{len(self.failures)} failed")
         return ", ".join(parts) + "."
@@ -220,6 +242,15 @@ def report_line(command: str, r: dict[str, Any]) -> str:
         KeyError: ``command`` has no line of its own (convert's depends on its flags).
     """
     return _LINES[command](r)
+
+
+def up_to_date_line(r: dict[str, Any]) -> str:
+    """The stderr line of a file whose ``-o`` output held these bytes already.
+
+    >>> up_to_date_line({"path": "in/a.jsonl", "output": "out/a.jsonl"})
+    'in/a.jsonl: up to date: out/a.jsonl holds this output already (not rewritten)'
+    """
+    return f"{r['path']}: up to date: {r['output']} holds this output already (not rewritten)"
 
 
 def _verb(r: dict[str, Any], done: str, would: str) -> str:

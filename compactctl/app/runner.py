@@ -18,24 +18,29 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
-from compactctl.app.report import JsonReport, Report, report_line
+from compactctl.app.report import JsonReport, Report, report_line, up_to_date_line
 from compactctl.app.terminal import progress, say, show
-from compactctl.errors import CompactError, UsageError
-from compactctl.io.files import STDIN, discover
+from compactctl.errors import CompactError, NotAppendable, UsageError
+from compactctl.io.files import STDIN, Found, walk
+from compactctl.io.filters import FileFilter
+from compactctl.io.remote import is_url
 
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
 
 __all__ = [
+    "RunScope",
     "TRIM_MIN_BYTES",
     "discover_files",
     "run_effective",
     "run_files",
     "run_inspect",
     "run_transform",
+    "skip_reason",
     "warm_while_waiting",
 ]
 
@@ -47,20 +52,56 @@ def _err(message: str) -> None:
     say(message)  # above the progress bar, when one is shown
 
 
-def discover_files(paths: list[str], report: Report, documents: bool = False) -> list[str]:
-    """Expand PATHS; a missing path is a failure on the report, an empty folder a warning.
-    ``documents`` (``--documents``): folders also yield the JSON documents and Aider
-    histories a reader recognises (:func:`compactctl.io.files.discover`)."""
+@dataclass(frozen=True)
+class RunScope:
+    """Which files a run takes and how it runs them: the parameters every command over
+    PATHS shares (issue 13: one value passed through instead of one argument each).
+
+    Attributes:
+        jobs: ``--jobs`` (``None``: the ``jobs`` setting, else the number of cores).
+        dask: ``--dask ADDRESS`` (``None``: the ``dask`` setting, else the local pool).
+        documents: ``--documents`` (``None``: the ``documents`` setting, else off).
+        quiet: ``-q``: only errors on stderr.
+        verbose: ``-v``: more detail (inspect, eval).
+        json_out: ``--json``: the report as one JSON document.
+        filters: ``--since``, ``--until``, ``--older-than``, ``--glob``, ``--exclude``
+            (:class:`~compactctl.io.filters.FileFilter`).
+        skip: folders never searched for inputs (a ``-o DIR/`` inside the input tree).
+    """
+
+    jobs: int | None = None
+    dask: str | None = None
+    documents: bool | None = None
+    quiet: bool = False
+    verbose: bool = False
+    json_out: bool = False
+    filters: FileFilter = field(default_factory=FileFilter)
+    skip: tuple[str, ...] = ()
+
+
+def discover_files(
+    paths: list[str], report: Report, documents: bool = False, scope: RunScope | None = None
+) -> list[Found]:
+    """Expand PATHS (:func:`compactctl.io.files.walk`); a missing path is a failure on the
+    report, an empty folder (or one the filters empty) a warning. ``documents``
+    (``--documents``): folders also yield the JSON documents and Aider histories a reader
+    recognises; ``scope``: its filters and the folders to skip.
+
+    Raises:
+        UsageError: a time filter with a URL among PATHS.
+    """
     from compactctl.io.files import NoTranscripts
 
-    files, errors = discover(paths, documents=documents)
-    for e in errors:
+    scope = scope or RunScope()
+    found = walk(paths, documents=documents, filters=scope.filters, skip=scope.skip)
+    for e in found.errors:
         if isinstance(e, NoTranscripts):
             _err(f"compactctl: warning: {e}")
         else:
             report.failed(e.path or "?", e)
             _err(f"compactctl: {e}")
-    return files
+    report.left_out += found.left_out
+    return found.files
 
 
 def _jobs(settings: Settings, flag: int | None, nfiles: int) -> int:
@@ -80,14 +121,12 @@ def run_files(
     paths: list[str],
     worker: Worker,
     *,
-    jobs: int | None,
+    scope: RunScope,
     settings: Settings,
     report: Report,
-    quiet: bool,
     desc: str,
     trim: bool = True,
-    dask: str | None = None,
-    documents: bool | None = None,
+    command: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``worker`` on every file; yield each result; record failures on the report.
 
@@ -104,15 +143,24 @@ def run_files(
     hold a session's events; ``inspect`` does not). A progress bar goes to stderr when it is
     a terminal and there are several files (``desc`` names it).
 
+    A file met in a folder that cannot be changed in place (another agent's format, gzip:
+    :class:`~compactctl.errors.NotAppendable`) is skipped, not failed (issue 19: a nightly
+    run over a mixed folder exits 0): :meth:`Report.skipped`, a notice on stderr naming it
+    and how to process it (``command``'s options), and the entry ``{"path", "outcome":
+    "skipped", "reason"}`` is yielded for the ``--json`` document. Named on the command
+    line, it stays a failure (exit 3).
+
     Raises:
         UsageError: ``--jobs`` (or the ``jobs`` setting) is below 1; raised after PATHS are
             expanded, before any file is processed.
     """
-    documents = settings.get("documents", documents, False, bool)
-    files = discover_files(paths, report, documents)
-    n = _jobs(settings, jobs, len(files))
-    address = settings.get("dask", dask, None, str) or None
-    bar = progress(len(files), quiet, desc)
+    documents = settings.get("documents", scope.documents, False, bool)
+    found = discover_files(paths, report, documents, scope)
+    files = [f.path for f in found]
+    walked = {f.path for f in found if f.root is not None}
+    n = _jobs(settings, scope.jobs, len(files))
+    address = settings.get("dask", scope.dask, None, str) or None
+    bar = progress(len(files), scope.quiet, desc)
     debug = bool(os.environ.get("COMPACTCTL_DEBUG"))
 
     def outcomes() -> Iterator[tuple[str, dict[str, Any] | CompactError]]:
@@ -154,13 +202,36 @@ def run_files(
     for path, outcome in outcomes():
         if bar is not None:
             bar.update(1)
-        if isinstance(outcome, CompactError):
+        if isinstance(outcome, NotAppendable) and path in walked:
+            reason = skip_reason(outcome, command)
+            report.skipped(path, reason)
+            if not scope.quiet:
+                _err(f"{path}: skipped: {reason}")
+            yield {"path": path, "outcome": "skipped", "reason": reason}
+        elif isinstance(outcome, CompactError):
             report.failed(path, outcome)
             _err(f"compactctl: {outcome}")
         else:
             yield outcome
     if bar is not None:
         bar.close()
+
+
+def skip_reason(error: NotAppendable, command: str | None) -> str:
+    """Why a file met in a folder was skipped, and how to process it.
+
+    >>> from compactctl.errors import NotAppendable
+    >>> print(skip_reason(NotAppendable("", kind="codex-rollout"), "compact"))
+    a codex-rollout transcript, never appended to; to process it: -o DIR/ (canonical JSONL) or --as native (a new codex-rollout session)
+    """  # noqa: E501
+    from compactctl.io.native import RESUMABLE
+
+    kind = error.kind
+    what = f"{'gzip-compressed' if kind == 'gzip' else kind} transcript"
+    how = "-o DIR/ (canonical JSONL)"
+    if command == "compact" and kind in RESUMABLE:
+        how += f" or --as native (a new {kind} session)"
+    return f"{'an' if what[:1] in 'aeio' else 'a'} {what}, never appended to; to process it: {how}"
 
 
 def _guarded(
@@ -237,23 +308,20 @@ def run_transform(
     command: str,
     settings: Settings,
     out: OutputOptions,
-    jobs: int | None,
-    json_out: bool,
-    quiet: bool,
+    scope: RunScope,
     line: Callable[[dict[str, Any]], str] | None = None,
     warm: Sequence[str] = (),
     warm_encoding: str | None = None,
-    dask: str | None = None,
-    documents: bool | None = None,
 ) -> Report:
     """Run a transcript-changing command over PATHS and report each file as it finishes.
 
     Each file's line (:func:`~compactctl.app.report.report_line` of ``command``, or
-    ``line``) goes to stderr unless ``quiet``; with ``json_out`` its entry of the JSON
-    document goes to stdout, or to stderr when ``out`` writes the transcript there
+    ``line``) goes to stderr unless ``scope.quiet``; with ``scope.json_out`` its entry of the
+    JSON document goes to stdout, or to stderr when ``out`` writes the transcript there
     (:func:`~compactctl.app.options.data_on_stdout`). No result is kept, so memory stays
     flat however many files there are. ``warm``, ``warm_encoding``: modules to import while
     a piped stdin is still empty, and the command's encoding (:func:`warm_while_waiting`).
+    A ``-o DIR/`` is never searched for inputs (``scope.skip`` gets it).
 
     Returns:
         The run's report (its summary line and exit code are the caller's).
@@ -263,18 +331,27 @@ def run_transform(
     """
     from compactctl.app.options import data_on_stdout
 
+    if out.output_dir is not None and not is_url(out.output_dir):
+        scope = replace(scope, skip=(*scope.skip, out.output_dir))
     warm_while_waiting(paths, warm, warm_encoding)
     report = Report(check=out.check)
-    doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if json_out else None
+    doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if scope.json_out else None
     for result in run_files(
-        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
-        dask=dask, documents=documents,
+        paths, worker, scope=scope, settings=settings, report=report, desc=command,
+        command=command,
     ):  # fmt: skip
+        if result.get("outcome") == "skipped":
+            if doc is not None:
+                doc.add(result)
+            continue
         report.done(result, changed=result["changed"])
         if doc is not None:
             doc.add(result)
-        elif not quiet:
-            text = line(result) if line is not None else report_line(command, result)
+        elif not scope.quiet:
+            if result.get("upToDate"):
+                text = up_to_date_line(result)
+            else:
+                text = line(result) if line is not None else report_line(command, result)
             if result.get("tornLine"):
                 text += " (its torn last line is kept; the new events start on a new line)"
             _err(text)
@@ -284,20 +361,10 @@ def run_transform(
 
 
 def run_inspect(
-    paths: list[str],
-    worker: Worker,
-    *,
-    settings: Settings,
-    jobs: int | None,
-    check: bool,
-    json_out: bool,
-    quiet: bool,
-    verbose: bool,
-    dask: str | None = None,
-    documents: bool | None = None,
+    paths: list[str], worker: Worker, *, settings: Settings, scope: RunScope, check: bool
 ) -> Report:
     """Run ``inspect`` over PATHS: each file's table on stdout as it finishes (all findings
-    with ``verbose``), or the ``--json`` document with the run's totals.
+    with ``scope.verbose``), or the ``--json`` document with the run's totals.
 
     A file counts as changed (for ``--check``) when it has a finding other than a blank
     line or a byte order mark.
@@ -308,12 +375,11 @@ def run_inspect(
     from compactctl.app.inspect import InspectTotals
 
     report = Report(check=check)
-    doc = JsonReport() if json_out else None
+    doc = JsonReport() if scope.json_out else None
     totals = InspectTotals()
     for result in run_files(
-        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet,
-        desc="inspect", trim=False, dask=dask, documents=documents,
-    ):  # fmt: skip
+        paths, worker, scope=scope, settings=settings, report=report, desc="inspect", trim=False
+    ):
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
         report.done(result, changed=bool(serious))
         if doc is not None:
@@ -322,25 +388,28 @@ def run_inspect(
         else:
             from compactctl.app.render import inspect_table
 
-            show(inspect_table(result, verbose=verbose))
+            show(inspect_table(result, verbose=scope.verbose))
     if doc is not None:
         doc.close(totals.as_dict(report))
     return report
 
 
-def run_effective(paths: list[str], *, tier: str | None, fmt: str | None) -> Report:
+def run_effective(
+    paths: list[str], *, tier: str | None, fmt: str | None, scope: RunScope | None = None
+) -> Report:
     """``inspect --effective``: the effective context of each file (summary ``tier``, source
-    format ``fmt``) as canonical JSON lines on stdout, one file after the other."""
+    format ``fmt``) as canonical JSON lines on stdout, one file after the other (``scope``:
+    its filters)."""
     from compactctl.app.inspect import effective_lines
     from compactctl.io.files import write_output
 
     report = Report()
-    for f in discover_files(paths, report):
+    for f in discover_files(paths, report, scope=scope):
         try:
-            write_output(STDIN, effective_lines(f, tier=tier, fmt=fmt))
-            report.done({"path": f})
+            write_output(STDIN, effective_lines(f.path, tier=tier, fmt=fmt))
+            report.done({"path": f.path})
         except CompactError as exc:
-            report.failed(f, exc)
+            report.failed(f.path, exc)
             _err(f"compactctl: {exc}")
     return report
 

@@ -224,15 +224,12 @@ def run_eval(
     worker: Callable[[str], dict[str, Any]],
     *,
     settings: Any,
-    jobs: int | None,
-    json_out: bool,
-    quiet: bool,
-    verbose: bool,
-    dask: str | None = None,
-    documents: bool | None = None,
+    scope: Any,
 ) -> Any:
     """Run ``eval`` over PATHS: each file's table on stdout as it finishes, or the
-    ``--json`` document (``{"files": [...], "totals": {...}}``) written as results arrive.
+    ``--json`` document (``{"files": [...], "totals": {...}}``) written as results arrive;
+    ``scope``: the run's :class:`~compactctl.app.runner.RunScope` (``--jobs``, ``--json``,
+    ``-q``, ``-v``, the filters, ...).
 
     A file below a gate counts as changed on the report (whose ``check`` mode makes that
     exit code 1) and is named on stderr unless ``quiet``.
@@ -247,13 +244,12 @@ def run_eval(
     from compactctl.app.runner import run_files
 
     report = Report(check=True)
-    printer = _Printer(json_out, verbose)
-    outcomes = run_files(paths, worker, jobs=jobs, settings=settings, report=report,
-                         quiet=quiet, desc="eval", dask=dask,
-                         documents=documents)  # fmt: skip
+    printer = _Printer(scope.json_out, scope.verbose)
+    outcomes = run_files(paths, worker, scope=scope, settings=settings, report=report,
+                         desc="eval")  # fmt: skip
     for result in (outcome["result"] for outcome in outcomes):
         report.done({"path": result.path}, changed=bool(result.below))
-        if result.below and not quiet:
+        if result.below and not scope.quiet:
             gates = "; ".join(result.below)
             sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
         printer.add(result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import itertools
 import mmap
 import os
 import signal
@@ -26,7 +27,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 import orjson
 
@@ -36,9 +37,13 @@ from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT, exclusive_lock
 from compactctl.io.remote import is_url
 from compactctl.model import Event
 
+if TYPE_CHECKING:
+    from compactctl.io.filters import FileFilter
+
 __all__ = [
     "AppendResult",
     "FileIdentity",
+    "Found",
     "IdentityReader",
     "READ_ERRORS",
     "STDIN",
@@ -49,7 +54,10 @@ __all__ = [
     "open_input",
     "read_error",
     "read",
+    "walk",
+    "Walk",
     "write_output",
+    "write_unless_same",
 ]
 
 STDIN = "-"
@@ -119,30 +127,78 @@ def recognised_document(path: Path) -> bool:
     return examine_document(doc).name is not None
 
 
-def discover(
-    paths: Sequence[str], *, documents: bool = False
-) -> tuple[list[str], list[InputError]]:
-    """Expand PATHS into transcript files, in a stable order.
+class Found(NamedTuple):
+    """A transcript discovery found.
+
+    Attributes:
+        path: the file, as it will be opened (``-`` for stdin).
+        root: the folder argument it was found under, ``None`` for a path named on the
+            command line (a file, ``-``, a URL): a file met in a folder run may be skipped
+            where a file asked for by name is an error (issue 19), and ``-o DIR/`` mirrors
+            its path relative to ``root``.
+    """
+
+    path: str
+    root: str | None
+
+
+@dataclass
+class Walk:
+    """What :func:`walk` found.
+
+    Attributes:
+        files: the transcripts, in a stable order (each path once).
+        errors: one :class:`InputError` per path that does not exist, or
+            :class:`NoTranscripts` for a folder without transcripts (or none the filters
+            keep); the run goes on without it.
+        left_out: files found but left out by the filters.
+    """
+
+    files: list[Found]
+    errors: list[InputError]
+    left_out: int = 0
+
+
+def walk(
+    paths: Sequence[str],
+    *,
+    documents: bool = False,
+    filters: FileFilter | None = None,
+    skip: Sequence[str] = (),
+) -> Walk:
+    """Expand PATHS into transcript files, in a stable order: the one place files are found.
 
     Files are taken as given (any name); folders are searched recursively for ``*.jsonl``
     and ``*.jsonl.gz`` (sorted), and with ``documents`` (opt-in) also for the ``*.json``,
     ``*.traj`` and ``*.md`` files a reader recognises (:func:`recognised_document`: Gemini CLI
     sessions, Cline / Roo Code histories, opencode exports, SWE-agent trajectories, Aider
-    histories); ``-`` means standard input and may appear once.
+    histories); ``-`` means standard input and may appear once. Symbolic links to folders
+    are not followed (as ``Path.rglob`` did). ``filters`` (:class:`~compactctl.io.filters.
+    FileFilter`: ``--since``, ``--until``, ``--older-than``, ``--glob``, ``--exclude``) apply
+    to every local file, named or found; ``-`` and URLs take only the patterns. ``skip``:
+    folders never searched (a ``-o DIR/`` inside the input tree: compactctl never reads its
+    own outputs back as inputs), compared by device and inode.
 
-    Returns:
-        ``(files, errors)``: the files to process, and one :class:`InputError` per path that
-        does not exist, or :class:`NoTranscripts` for a folder without transcripts (the run
-        goes on without it).
+    Raises:
+        UsageError: a time filter with a URL among PATHS (no local modification time).
     """
-    files: list[str] = []
+    files: list[Found] = []
     errors: list[InputError] = []
     seen: set[str] = set()
+    left_out = 0
+    skipped = _dir_ids(skip)
     for arg in paths:
+        root: str | None = None
         if arg == STDIN:
             candidates = [STDIN]
         elif is_url(arg):  # object storage: compactctl/io/remote.py
             from compactctl.io.remote import discover_url
+
+            if filters is not None and filters.by_time:
+                raise UsageError(
+                    f"{arg}: --since, --until and --older-than read a local file's "
+                    "modification time, which a URL does not give here; use --glob/--exclude"
+                )
 
             try:
                 candidates = discover_url(arg)
@@ -152,19 +208,8 @@ def discover(
         else:
             p = Path(arg)
             if p.is_dir():
-                candidates = sorted(
-                    str(f)
-                    for f in p.rglob("*")
-                    if f.is_file()
-                    and (
-                        f.name.endswith(TRANSCRIPT_SUFFIXES)
-                        or (
-                            documents
-                            and f.name.endswith(DOCUMENT_SUFFIXES)
-                            and recognised_document(f)
-                        )
-                    )
-                )
+                root = arg
+                candidates = _search(p, documents, skipped)
                 if not candidates:
                     errors.append(
                         NoTranscripts("folder has no *.jsonl or *.jsonl.gz transcripts", path=arg)
@@ -174,11 +219,77 @@ def discover(
             else:
                 errors.append(InputError("no such file or folder", path=arg))
                 continue
+        kept = 0
         for c in candidates:
+            if filters is not None and filters.active and c != STDIN:
+                rel = os.path.relpath(c, root) if root is not None else c
+                if is_url(c):
+                    rel = c[len(arg) :].lstrip("/") if c.startswith(arg) else c
+                if not filters.keeps(c, rel):
+                    left_out += 1
+                    continue
+            kept += 1
             if c not in seen:
                 seen.add(c)
-                files.append(c)
-    return files, errors
+                files.append(Found(c, root))
+        if root is not None and candidates and not kept:
+            assert filters is not None
+            errors.append(
+                NoTranscripts(
+                    f"none of its {len(candidates)} transcripts passes {filters.describe()}",
+                    path=arg,
+                )
+            )
+    return Walk(files, errors, left_out)
+
+
+def _dir_ids(folders: Sequence[str]) -> set[tuple[int, int]]:
+    ids = set()
+    for d in folders:
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        ids.add((st.st_dev, st.st_ino))
+    return ids
+
+
+def _search(top: Path, documents: bool, skip: set[tuple[int, int]]) -> list[str]:
+    """The transcripts under the folder ``top``, sorted; folders in ``skip`` (device,
+    inode) are not entered."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(str(top)):
+        if skip:
+            kept = []
+            for d in dirnames:
+                try:
+                    st = os.stat(os.path.join(dirpath, d))
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) not in skip:
+                    kept.append(d)
+            dirnames[:] = kept
+        for name in filenames:
+            f = Path(dirpath, name)
+            if name.endswith(TRANSCRIPT_SUFFIXES):
+                if f.is_file():
+                    found.append(str(f))
+            elif (
+                documents
+                and name.endswith(DOCUMENT_SUFFIXES)
+                and f.is_file()
+                and recognised_document(f)
+            ):
+                found.append(str(f))
+    return sorted(found)
+
+
+def discover(
+    paths: Sequence[str], *, documents: bool = False
+) -> tuple[list[str], list[InputError]]:
+    """:func:`walk` without filters, as ``(files, errors)``: the paths and the errors."""
+    found = walk(paths, documents=documents)
+    return [f.path for f in found.files], found.errors
 
 
 def is_stream(path: str) -> bool:
@@ -821,6 +932,55 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
             os.unlink(tmp)
         raise
     return total
+
+
+def write_unless_same(target: str, lines: Iterable[bytes]) -> int | None:
+    """:func:`write_output`, unless the file ``target`` holds exactly these bytes already:
+    then nothing is written (its mtime, inode and bytes stay) and ``None`` is returned.
+
+    This is how ``-o`` decides that an output is up to date (issue 19): by comparing the
+    bytes it would write with the target's, as they are produced, so the answer is true
+    whatever changed in between (the input, the options, compactctl itself), where a
+    modification time or a recorded input hash would be a guess about them. The work of
+    producing the bytes is still done (a summarizer model is still called; the extractive
+    default is deterministic, so its outputs compare equal). At the first byte that differs,
+    the bytes already compared are copied from the target and the rest written after them:
+    nothing is held in memory but one line and one block.
+
+    Returns:
+        bytes written, or ``None`` when the target was left as it was (``-`` and URLs are
+        always written).
+
+    Raises:
+        WriteError: as :func:`write_output`.
+    """
+    if target == STDIN or is_url(target):
+        return write_output(target, lines)
+    try:
+        old = open(target, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return write_output(target, lines)
+    with old:
+        rest = iter(lines)
+        pos = 0
+        for chunk in rest:
+            if old.read(len(chunk)) != chunk:
+                return write_output(target, itertools.chain(_prefix(old, pos), (chunk,), rest))
+            pos += len(chunk)
+        if old.read(1):  # the target is longer: it gets the bytes produced, no more
+            return write_output(target, _prefix(old, pos))
+    return None
+
+
+def _prefix(fh: BinaryIO, size: int) -> Iterator[bytes]:
+    """The first ``size`` bytes of ``fh``, in blocks of :data:`HASH_BLOCK`."""
+    fh.seek(0)
+    while size > 0:
+        block = fh.read(min(HASH_BLOCK, size))
+        if not block:
+            return
+        size -= len(block)
+        yield block
 
 
 def _output_mode(target: str) -> int:

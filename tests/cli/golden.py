@@ -899,6 +899,10 @@ DURATION_MS = re.compile(rb'("durationMs": ?)\d+')
 """The wall time of a run in ``--json`` reports (``_layer_path`` and ``compact`` time
 themselves with ``time.monotonic``)."""
 
+OUTPUT_SHA = re.compile(rb'("outputSha256": ?")[0-9a-f]{64}')
+"""The hash of an ``-o DIR/`` output in its record (``DIR/.compactctl/``): the output holds
+the ``timestamp`` of the events appended, so its hash differs from run to run."""
+
 
 def normalise(data: bytes, ctx: RunContext) -> str | dict[str, str]:
     """Replace what differs between two runs of the same case, and nothing else.
@@ -908,10 +912,12 @@ def normalise(data: bytes, ctx: RunContext) -> str | dict[str, str]:
     - a bare date that is a day the case ran and not in any input -> ``<TODAY>`` (the store
       report's ``day``);
     - ``"durationMs": N`` -> ``"durationMs": <MS>`` (wall time);
+    - ``"outputSha256": "..."`` -> ``<SHA256>`` (the hash of an output holding ``<NOW>``);
     - the case folder -> ``<TMP>``, the shared cache folder -> ``<CACHE>`` (``inspect
       --store`` prints the store's path).
     """
     data = DURATION_MS.sub(rb"\g<1><MS>", data)
+    data = OUTPUT_SHA.sub(rb"\g<1><SHA256>", data)
     for path, token in ((ctx.tmp, b"<TMP>"), (ctx.cache, b"<CACHE>")):
         data = data.replace(str(path).encode(), token)
     text = _text(data)

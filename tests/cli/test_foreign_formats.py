@@ -59,10 +59,13 @@ def test_foreign_file_is_never_appended_to(tmp_path: Path, name: str, fmt: str):
     assert f"is a {fmt} transcript; compactctl never appends".encode() in r.stderr
     assert b"-o FILE, -o DIR/" in r.stderr
     assert src.read_bytes() == (SAMPLES / name).read_bytes()
-    # --check and --dry-run refuse it the same way (a CI gate must not ask for the impossible)
-    for flag in ("--check", "--dry-run"):
-        r = run_cli("compact", "--force", flag, str(src))
-        assert r.returncode == 3 and b"never appends" in r.stderr, flag
+    # --dry-run refuses it the same way; --check judges its canonical form (issue 19: a CI
+    # gate tells "needs work", 1, from "cannot be read", 3)
+    r = run_cli("compact", "--force", "--dry-run", str(src))
+    assert r.returncode == 3 and b"never appends" in r.stderr
+    r = run_cli("compact", "--force", "--check", str(src))
+    assert r.returncode == 1 and b"would append micro compaction" in r.stderr
+    assert src.read_bytes() == (SAMPLES / name).read_bytes()
     # printing the effective context needs no -o
     r = run_cli("compact", "--force", "--materialize", "--no-store", str(src))
     assert r.returncode == 0 and r.stdout.count(b"\n") > 10

@@ -87,6 +87,7 @@ def test_json_report_is_streamed_as_one_document(tmp_path):
     for i in range(3):
         (tmp_path / f"s{i}.jsonl").write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
     (tmp_path / "bad.jsonl").write_bytes((SAMPLES / "small-s1.claude-code.jsonl").read_bytes())
+    (tmp_path / "garbage.jsonl").write_bytes(b'{"hello": 1}\n{"world": 2}\n')
     empty = tmp_path / "empty"
     empty.mkdir()
     runs = [
@@ -100,9 +101,19 @@ def test_json_report_is_streamed_as_one_document(tmp_path):
         doc = orjson.loads(r.stdout)
         assert r.stdout == orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", args
     doc = orjson.loads(run_cli(*runs[1]).stdout)  # second rules run: nothing left to do
-    assert [f["path"] for f in doc["files"]] == [str(tmp_path / f"s{i}.jsonl") for i in range(3)]
+    # the Claude Code file met in the folder is skipped (issue 19), not failed
+    assert doc["files"][0] == {
+        "path": str(tmp_path / "bad.jsonl"),
+        "outcome": "skipped",
+        "reason": "a claude-code transcript, never appended to; to process it: -o DIR/ "
+        "(canonical JSONL)",
+    }
+    assert [f["path"] for f in doc["files"][1:]] == [
+        str(tmp_path / f"s{i}.jsonl") for i in range(3)
+    ]
     assert doc["totals"]["files"] == 3 and doc["totals"]["failed"] == 1
-    assert doc["totals"]["errors"][0]["path"] == str(tmp_path / "bad.jsonl")
+    assert doc["totals"]["skipped"] == 1
+    assert doc["totals"]["errors"][0]["path"] == str(tmp_path / "garbage.jsonl")
     inspect = orjson.loads(run_cli(*runs[0]).stdout)
     assert inspect["totals"]["messages"] == sum(f["messages"] for f in inspect["files"])
     assert inspect["totals"]["events"] == sum(sum(f["events"].values()) for f in inspect["files"])

@@ -39,10 +39,9 @@ def test_results_in_input_order_and_each_window_largest_first(tmp_path: Path) ->
         runner.run_files(
             paths,
             _stamp,
-            jobs=2,
+            scope=runner.RunScope(jobs=2, quiet=True),
             settings=Settings({}, "inspect", environ={}),
             report=report,
-            quiet=True,
             desc="test",
         )
     )

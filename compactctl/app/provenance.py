@@ -1,0 +1,167 @@
+"""Whether a ``-o`` output is up to date: what each output records about where it came from.
+
+A nightly ``compact -o out/ sessions/`` must write nothing the second night (issue 19), and
+must not call a summarizer model again for a session that has not changed. Comparing the
+bytes an output would get is not enough: the appended events carry the time of the run, so
+two runs over the same input never produce the same bytes, and producing them costs the
+whole plan (a model call with ``--model``).
+
+So each output file written under ``-o DIR/`` gets a record, ``DIR/.compactctl/REL.json``
+for the output ``DIR/REL`` (one hidden folder at the top of DIR; a ``.json`` file no folder
+search takes as a transcript), recording:
+
+- the input's path, size and SHA-256 of the bytes that were read to plan the output (the
+  :class:`~compactctl.io.files.FileIdentity` of its :class:`~compactctl.session.Session`);
+- a fingerprint of what else decides the output: the command, its options dataclass, the
+  output options that shape the bytes (materialize, ``--as``, tier, format) and
+  compactctl's version;
+- the output's size and SHA-256 as written, and the job's result (the report returned
+  again when it is up to date).
+
+An output is up to date when all of these match now: the input hashes to the recorded
+bytes, the options fingerprint is equal and the output still hashes to what was written.
+Checking costs a read of the input and of the output (no parsing, no planning); any doubt
+(no record, another version, a file edited since) is "not up to date", and the run then
+plans and writes as usual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from compactctl.io.files import HASH_BLOCK, STDIN, is_stream, write_output
+from compactctl.io.remote import is_url
+
+__all__ = ["RECORDS", "fingerprint", "record", "recorded_result", "sidecar"]
+
+
+def sidecar(target: str, folder: str) -> str:
+    """The record of the output ``target`` written under the ``-o`` folder ``folder``.
+
+    >>> sidecar("out/a/s.jsonl", "out/")
+    'out/.compactctl/a/s.jsonl.json'
+    """
+    rel = os.path.relpath(target, folder)
+    return os.path.join(folder, RECORDS, rel + ".json")
+
+
+RECORDS = ".compactctl"
+"""The folder, at the top of an ``-o DIR/``, of the records of its outputs."""
+
+
+def fingerprint(command: str, options: Any, out: Any) -> str:
+    """Hex SHA-256 of what decides an output besides its input: ``command``, the layer's
+    ``options`` (frozen dataclasses, in the :func:`_stable` form), the fields of ``out``
+    (:class:`~compactctl.app.jobs.OutputOptions`) that shape the bytes, and the version.
+    The same options give the same fingerprint in every process (a set's ``repr`` does not:
+    its order follows the per-process string hash seed)."""
+    from compactctl import __version__
+
+    shape = (out.materialize, out.as_format, out.tier, out.fmt)
+    return hashlib.sha256(
+        repr(_stable((__version__, command, options, shape))).encode()
+    ).hexdigest()
+
+
+def _stable(value: Any) -> Any:
+    """``value`` with its dataclasses as ``(name, ((field, value), ...))``, its sets and
+    dicts sorted, its lists as tuples: a form whose ``repr`` is the same in every process.
+
+    >>> _stable(frozenset({"b", "a"})), _stable({"y": [1], "x": 2})
+    (('a', 'b'), (('x', 2), ('y', (1,))))
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (
+            type(value).__name__,
+            tuple((f.name, _stable(getattr(value, f.name))) for f in fields),
+        )
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted((_stable(v) for v in value), key=repr))
+    if isinstance(value, dict):
+        return tuple(sorted(((_stable(k), _stable(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, (list, tuple)):
+        return tuple(_stable(v) for v in value)
+    return value
+
+
+def _digest(path: str) -> tuple[int, str] | None:
+    """``(size, hex SHA-256)`` of the file ``path``, read in blocks; ``None`` if unreadable."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(HASH_BLOCK):
+                h.update(block)
+                size += len(block)
+    except OSError:
+        return None
+    return size, h.hexdigest()
+
+
+def _applies(path: str, target: str | None) -> bool:
+    return not (
+        target is None or target == STDIN or is_url(target) or is_url(path) or is_stream(path)
+    )
+
+
+def recorded_result(path: str, target: str | None, folder: str, fp: str) -> dict[str, Any] | None:
+    """The recorded result of ``path``'s output ``target`` (under the ``-o`` ``folder``) if
+    that output is up to date (module docstring), with ``changed`` false, ``upToDate``
+    true, ``written`` ``None``, ``appended`` 0 and ``output``; else ``None``."""
+    if not _applies(path, target):
+        return None
+    assert target is not None
+    try:
+        with open(sidecar(target, folder), "rb") as fh:
+            rec = orjson.loads(fh.read())
+        if rec["fingerprint"] != fp or rec["source"] != os.path.abspath(path):
+            return None
+        if os.path.getsize(path) != rec["sourceSize"]:
+            return None
+        if _digest(path) != (rec["sourceSize"], rec["sourceSha256"]):
+            return None
+        if _digest(target) != (rec["outputSize"], rec["outputSha256"]):
+            return None
+        result = dict(rec["result"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    result.update(changed=False, upToDate=True, written=None, appended=0, output=target)
+    return result
+
+
+def record(
+    path: str, target: str | None, folder: str, fp: str, source: Any, result: Mapping[str, Any]
+) -> None:
+    """Write the record of ``target`` (under the ``-o`` ``folder``) after it was written
+    (or found holding the bytes):
+    ``source`` is the :class:`~compactctl.io.files.FileIdentity` of the input bytes read
+    (nothing is recorded without it, nor for stdout, URLs or streams). A record that cannot
+    be written only means the next run plans again: it is not an error."""
+    if not _applies(path, target) or source is None:
+        return
+    assert target is not None
+    done = _digest(target)
+    if done is None:
+        return
+    rec = {
+        "source": os.path.abspath(path),
+        "sourceSize": source.size,
+        "sourceSha256": source.sha256,
+        "fingerprint": fp,
+        "outputSize": done[0],
+        "outputSha256": done[1],
+        "result": {k: v for k, v in result.items() if k != "upToDate"},
+    }
+    try:
+        where = sidecar(target, folder)
+        os.makedirs(os.path.dirname(where), exist_ok=True)
+        write_output(where, [orjson.dumps(rec) + b"\n"])
+    except Exception:  # noqa: BLE001 - a missing record costs a re-plan, never a wrong answer
+        return

@@ -1,0 +1,250 @@
+"""Nightly runs over mixed folders (issue 19): skips, mirrored outputs, up to date, --check."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import SAMPLES, msg, run_cli, write_jsonl
+
+CLAUDE = SAMPLES / "small-s1.claude-code.jsonl"
+CODEX = SAMPLES / "small-s1.codex-rollout.jsonl"
+CANONICAL = SAMPLES / "small-s1.canonical.jsonl"
+ENV = {"COMPACTCTL_TORN_WAIT": "0"}
+
+
+def _session(path: Path, n: int, seed: int) -> Path:
+    """A small canonical session: ``n`` turns, each with a tool call and a long output."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = [{"type": "session", "uuid": f"s{seed}", "sessionId": f"sess-{seed}",
+                "model": "gpt-4o", "contextWindow": 8000}]  # fmt: skip
+    for t in range(n):
+        records.append(msg(f"u{seed}-{t}", "user", f"step {t} of task {seed}", turnId=t + 1))
+        call = {"id": f"c{seed}-{t}", "name": "bash", "arguments": {"command": f"pytest -k t{t}"}}
+        records.append(msg(f"a{seed}-{t}", "assistant", "running", toolCalls=[call], turnId=t + 1))
+        out = "\n".join(f"line {i} of output {t} in session {seed}" for i in range(60))
+        records.append(
+            msg(
+                f"t{seed}-{t}",
+                "tool",
+                out,
+                toolCallId=f"c{seed}-{t}",
+                toolName="bash",
+                turnId=t + 1,
+            )  # fmt: skip
+        )
+    return write_jsonl(path, records)
+
+
+def _mixed(root: Path) -> dict[str, Path]:
+    """A folder of canonical, Claude Code, Codex and gzip transcripts."""
+    files = {
+        "canonical": _session(root / "a" / "s.jsonl", 8, 1),
+        "canonical2": _session(root / "b" / "s.jsonl", 8, 2),
+        "claude": root / "a" / "claude.jsonl",
+        "codex": root / "b" / "rollout.jsonl",
+        "gz": root / "z.jsonl.gz",
+    }
+    files["claude"].write_bytes(CLAUDE.read_bytes())
+    files["codex"].write_bytes(CODEX.read_bytes())
+    files["gz"].write_bytes(gzip.compress(CANONICAL.read_bytes(), mtime=0))
+    return files
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_mixed_folder_in_place_skips_foreign_and_gzip_twice(tmp_path: Path) -> None:
+    files = _mixed(tmp_path / "t")
+    foreign = {k: files[k].read_bytes() for k in ("claude", "codex", "gz")}
+    for night in (1, 2):
+        r = run_cli("compact", "--force", "--no-store", str(tmp_path / "t"), env=ENV)
+        err = r.stderr.decode()
+        assert r.returncode == 0, err
+        for key in ("claude", "codex", "gz"):
+            assert f"{files[key]}: skipped: " in err, (night, key, err)
+        assert "claude-code transcript, never appended to; to process it: -o DIR/" in err
+        assert "--as native (a new claude-code session)" in err
+        assert f"{files['gz']}: skipped: a gzip-compressed transcript" in err
+        assert "3 skipped" in err.splitlines()[-1]
+        if night == 1:
+            assert err.splitlines()[-1].startswith("2 files compacted")
+        else:
+            assert err.splitlines()[-1].startswith("0 files compacted, 2 unchanged")
+    assert {k: files[k].read_bytes() for k in foreign} == foreign
+
+
+def test_skips_in_json_and_named_foreign_file_still_fails(tmp_path: Path) -> None:
+    files = _mixed(tmp_path / "t")
+    r = run_cli("rules", "--json", "--no-store", str(tmp_path / "t"), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = orjson.loads(r.stdout)
+    skipped = [f for f in doc["files"] if f.get("outcome") == "skipped"]
+    assert sorted(f["path"] for f in skipped) == sorted(
+        str(files[k]) for k in ("claude", "codex", "gz")
+    )
+    assert all(f["reason"].endswith("-o DIR/ (canonical JSONL)") for f in skipped)
+    assert doc["totals"]["skipped"] == 3 and doc["totals"]["files"] == 2
+    assert doc["totals"]["failed"] == 0
+    # named on the command line, a foreign file is still refused (exit 3)
+    r = run_cli("rules", "--no-store", str(files["claude"]), str(files["canonical"]), env=ENV)
+    assert r.returncode == 3 and b"never appends to another agent's file" in r.stderr
+
+
+def test_check_exit_codes(tmp_path: Path) -> None:
+    clean = tmp_path / "clean"
+    _session(clean / "s.jsonl", 2, 3)
+    r = run_cli("compact", "--check", str(clean), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    work = tmp_path / "work"
+    _session(work / "s.jsonl", 2, 4)
+    _session(work / "deep" / "big.jsonl", 12, 5)  # 12 long outputs in an 8,000-token window
+    r = run_cli("compact", "--check", str(work), env=ENV)
+    assert r.returncode == 1, r.stderr.decode()
+    assert b"big.jsonl: would append micro compaction" in r.stderr
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "x.jsonl").write_bytes(b'{"hello": 1}\n{"world": 2}\n')
+    _session(garbage / "s.jsonl", 2, 6)
+    for command in ("compact", "rules", "dedup", "tiers"):
+        r = run_cli(command, "--check", str(garbage), env=ENV)
+        assert r.returncode == 3 and b"unknown transcript format" in r.stderr, command
+    # one Claude Code file needing work: judged on its canonical form, exit 1 (not 3)
+    cc = tmp_path / "cc"
+    cc.mkdir()
+    (cc / "session.jsonl").write_bytes(CLAUDE.read_bytes())
+    r = run_cli("compact", "--check", "--context-window", "20000", str(cc), env=ENV)
+    assert r.returncode == 1, r.stderr.decode()
+    assert b"would append micro compaction" in r.stderr
+    r = run_cli("compact", "--check", str(cc), env=ENV)  # nothing to do in 200k tokens
+    assert r.returncode == 0, r.stderr.decode()
+    assert (cc / "session.jsonl").read_bytes() == CLAUDE.read_bytes()
+
+
+def test_output_dir_mirrors_the_tree_and_never_reads_itself(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    files = _mixed(tree)
+    out = tree / "out"
+    r = run_cli("compact", "--force", "--no-store", "-o", f"{out}/", str(tree), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    outputs = sorted(str(p.relative_to(out)) for p in out.rglob("*.jsonl"))
+    assert outputs == ["a/claude.jsonl", "a/s.jsonl", "b/rollout.jsonl", "b/s.jsonl", "z.jsonl"]
+    # a/s.jsonl and b/s.jsonl kept apart: each output holds its own session
+    assert b'"sess-1"' in (out / "a" / "s.jsonl").read_bytes()
+    assert b'"sess-2"' in (out / "b" / "s.jsonl").read_bytes()
+    assert (files["canonical"]).read_bytes().count(b"\n") == 25  # the source is unchanged
+    before = _snapshot(out)
+    r = run_cli("compact", "--force", "--no-store", "-o", f"{out}/", str(tree), env=ENV)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert "out/" not in "".join(line.split(":")[0] for line in err.splitlines())
+    assert err.count("up to date: ") == 5
+    assert err.splitlines()[-1] == "0 files compacted, 5 up to date (nothing written)."
+    assert _snapshot(out) == before  # no output rewritten, bytes and mtimes the same
+    # an input that changes is planned and written again; the others stay
+    with files["canonical"].open("ab") as fh:
+        fh.write(orjson.dumps(msg("late", "user", "one more thing", turnId=99)) + b"\n")
+    r = run_cli("compact", "--force", "--no-store", "-o", f"{out}/", str(tree), env=ENV)
+    assert r.returncode == 0 and r.stderr.decode().count("up to date: ") == 4
+    assert b"one more thing" in (out / "a" / "s.jsonl").read_bytes()
+    # other options are another output: not up to date
+    r = run_cli("compact", "--no-store", "--keep-recent", "2", "-o", f"{out}/", str(tree), env=ENV)
+    assert r.returncode == 0 and b"up to date" not in r.stderr
+
+
+def test_filters_choose_the_files(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    old = _session(tree / "old.jsonl", 2, 7)
+    _session(tree / "live.jsonl", 2, 8)
+    _session(tree / "archive" / "a.jsonl", 2, 9)
+    day_ago = time.time() - 86400
+    os.utime(old, (day_ago, day_ago))
+    os.utime(tree / "archive" / "a.jsonl", (day_ago, day_ago))
+
+    def names(*args: str) -> list[str]:
+        r = run_cli("inspect", "--json", "--estimate", *args, str(tree))
+        assert r.returncode == 0, r.stderr.decode()
+        return sorted(Path(f["path"]).name for f in orjson.loads(r.stdout)["files"])
+
+    assert names("--older-than", "1h") == ["a.jsonl", "old.jsonl"]
+    assert names("--since", "2h") == ["live.jsonl"]
+    assert names("--exclude", "archive/") == ["live.jsonl", "old.jsonl"]
+    assert names("--glob", "archive/*.jsonl") == ["a.jsonl"]
+    assert names("--glob", "*.jsonl", "--exclude", "live.jsonl") == ["a.jsonl", "old.jsonl"]
+    r = run_cli("compact", "--older-than", "1w", "--no-store", str(tree), env=ENV)
+    assert r.returncode == 0 and b"none of its 3 transcripts passes --older-than" in r.stderr
+    r = run_cli("compact", "--older-than", "soon", str(tree))
+    assert r.returncode == 2 and b"--older-than takes a duration such as 30m" in r.stderr
+    r = run_cli("rules", "--until", "yesterday", str(tree))
+    assert r.returncode == 2 and b"--until takes a date (2026-01-31)" in r.stderr
+
+
+@pytest.mark.parametrize("mode", ["in-place", "output"])
+def test_two_hundred_file_mixed_tree_two_nights(tmp_path: Path, mode: str) -> None:
+    tree = tmp_path / "sessions"
+    foreign = [CLAUDE.read_bytes(), CODEX.read_bytes()]
+    for i in range(200):
+        folder = tree / f"p{i % 7}" / f"d{i % 3}"
+        if i % 10 == 0:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"s{i}.jsonl").write_bytes(foreign[(i // 10) % 2])
+        elif i % 10 == 5:
+            folder.mkdir(parents=True, exist_ok=True)
+            data = b"".join(orjson.dumps(msg(f"m{i}-{k}", "user", f"hi {k}")) + b"\n"
+                            for k in range(3))  # fmt: skip
+            (folder / f"s{i}.jsonl.gz").write_bytes(gzip.compress(data, mtime=0))
+        else:
+            _session(folder / "s.jsonl" if i < 7 else folder / f"s{i}.jsonl", 3 + i % 9, i)
+    assert sum(1 for _ in tree.rglob("*.jsonl*")) == 200
+    out = tree / "compacted"
+    args = ["compact", "--no-store", "--jobs", "2", str(tree)]
+    if mode == "output":
+        args[1:1] = ["-o", f"{out}/"]
+    snapshots = []
+    for night in (1, 2):
+        r = run_cli(*args, env=ENV)
+        last = r.stderr.decode().splitlines()[-1]
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        snapshots.append(_snapshot(tmp_path))
+        if mode == "in-place":
+            assert last.endswith("40 skipped."), last  # 20 foreign + 20 gzip
+        elif night == 1:
+            assert "up to date" not in last and len(list(out.rglob("*.jsonl"))) == 200
+        else:
+            assert last == "0 files compacted, 200 up to date (nothing written).", last
+        if night == 1:
+            assert "compacted" in last and not last.startswith("0 files"), last
+    assert snapshots[0] == snapshots[1]  # the second night wrote nothing
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("rules",), ("dedup",), ("tiers", "--tier", "L0"), ("compact", "--force", "--layers", "all")],
+)
+def test_every_command_is_up_to_date_on_the_second_night(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """The options' fingerprint is the same in every process: rules' options hold a set of
+    roles, whose repr order follows the per-process hash seed, so a fingerprint of that repr
+    made every night's rules -o DIR/ run rewrite everything."""
+    tree = tmp_path / "t"
+    _mixed(tree)
+    out = tmp_path / "out"
+    nights = []
+    for seed in ("1", "2"):
+        env = {**ENV, "PYTHONHASHSEED": seed}
+        r = run_cli(*command, "--no-store", "-o", f"{out}/", str(tree), env=env)
+        assert r.returncode == 0, r.stderr.decode()
+        nights.append((r.stderr.decode(), _snapshot(out)))
+    assert nights[1][0].count("up to date: ") == 5, nights[1][0]
+    assert nights[1][1] == nights[0][1]

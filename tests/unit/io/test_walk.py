@@ -1,0 +1,167 @@
+"""Finding files (:func:`compactctl.io.files.walk`), the cron filters, ``-o DIR/`` names,
+and deciding that an output is up to date (issue 19)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from compactctl.app import provenance
+from compactctl.app.jobs import OutputOptions, mirrored_name
+from compactctl.errors import UsageError
+from compactctl.io.files import Found, walk, write_unless_same
+from compactctl.io.filters import FileFilter, parse_duration, parse_when
+from compactctl.session import Session
+from tests.helpers import msg, write_jsonl
+
+
+def _tree(root: Path) -> list[Path]:
+    paths = [root / "a" / "s.jsonl", root / "b" / "s.jsonl", root / "b" / "c" / "t.jsonl.gz",
+             root / "top.jsonl", root / "notes.txt"]  # fmt: skip
+    for p in paths:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"{}\n")
+    return paths
+
+
+def test_walk_finds_files_with_their_root_in_order(tmp_path: Path) -> None:
+    _tree(tmp_path / "t")
+    named = tmp_path / "t" / "top.jsonl"
+    found = walk([str(tmp_path / "t"), str(named), "-"])
+    root = str(tmp_path / "t")
+    assert found.files == [
+        Found(f"{root}/a/s.jsonl", root),
+        Found(f"{root}/b/c/t.jsonl.gz", root),
+        Found(f"{root}/b/s.jsonl", root),
+        Found(f"{root}/top.jsonl", root),  # found in the folder first: it keeps that root
+        Found("-", None),
+    ]
+    assert walk([str(named)]).files == [Found(str(named), None)]
+    assert found.errors == [] and found.left_out == 0
+
+
+def test_walk_never_enters_a_skipped_folder(tmp_path: Path) -> None:
+    _tree(tmp_path / "t")
+    out = tmp_path / "t" / "out"
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "s.jsonl").write_bytes(b"{}\n")
+    every = [f.path for f in walk([str(tmp_path / "t")]).files]
+    assert f"{out}/a/s.jsonl" in every
+    # the same folder through another spelling of its path is still skipped
+    kept = walk([str(tmp_path / "t")], skip=[f"{tmp_path}/t/../t/out/"]).files
+    assert [f.path for f in kept] == [p for p in every if "/out/" not in p]
+    assert len(kept) == 4
+
+
+def test_patterns_are_gitignore_style_relative_to_the_folder(tmp_path: Path) -> None:
+    _tree(tmp_path / "t")
+
+    def rel(filters: FileFilter) -> list[str]:
+        found = walk([str(tmp_path / "t")], filters=filters)
+        return [os.path.relpath(f.path, tmp_path / "t") for f in found.files]
+
+    assert rel(FileFilter(excludes=("b/",))) == ["a/s.jsonl", "top.jsonl"]
+    assert rel(FileFilter(excludes=("*.gz",))) == ["a/s.jsonl", "b/s.jsonl", "top.jsonl"]
+    assert rel(FileFilter(globs=("/top.jsonl",))) == ["top.jsonl"]
+    assert rel(FileFilter(globs=("s.jsonl",))) == ["a/s.jsonl", "b/s.jsonl"]
+    assert rel(FileFilter(globs=("b/",), excludes=("c/",))) == ["b/s.jsonl"]
+    assert rel(FileFilter(excludes=("*.jsonl", "!b/s.jsonl"))) == ["b/c/t.jsonl.gz", "b/s.jsonl"]
+    found = walk([str(tmp_path / "t")], filters=FileFilter(globs=("nothing/",)))
+    assert found.files == [] and found.left_out == 4
+    assert "none of its 4 transcripts passes --glob" in str(found.errors[0])
+
+
+def test_time_filters_use_the_modification_time(tmp_path: Path) -> None:
+    a, b, *_ = _tree(tmp_path / "t")
+    now = time.time()
+    os.utime(a, (now - 3 * 3600, now - 3 * 3600))
+    os.utime(b, (now - 30, now - 30))
+    f = FileFilter(older_than=3600)
+    assert f.keeps(str(a), "a/s.jsonl", now) and not f.keeps(str(b), "b/s.jsonl", now)
+    f = FileFilter(since=now - 3600)
+    assert not f.keeps(str(a), "", now) and f.keeps(str(b), "", now)
+    f = FileFilter(until=now - 3600)
+    assert f.keeps(str(a), "", now) and not f.keeps(str(b), "", now)
+    assert FileFilter(since=now - 3600).keeps(str(tmp_path / "gone.jsonl"), "", now)
+    with pytest.raises(UsageError, match="modification time"):
+        walk(["memory://bucket/in/"], filters=FileFilter(older_than=60))
+
+
+def test_parse_durations_and_times() -> None:
+    assert parse_duration("30m") == 1800 and parse_duration("1w") == 7 * 86400
+    assert parse_duration("1h30m") == 5400 and parse_duration("1.5h") == 5400
+    for bad in ("", "5", "2 hours", "h", "3y", "-1h"):
+        with pytest.raises(UsageError, match="takes a duration"):
+            parse_duration(bad)
+    assert parse_when("2026-12-01T00:00Z", "--since") == 1796083200.0
+    assert parse_when("2026-12-01T02:00+02:00", "--since") == 1796083200.0
+    local = dt.datetime(2026, 12, 1).timestamp()
+    assert parse_when("2026-12-01", "--until") == local
+    assert parse_when("2d", "--since", now=1e6) == 1e6 - 2 * 86400
+    with pytest.raises(UsageError, match="--until takes a date"):
+        parse_when("yesterday", "--until")
+
+
+def test_mirrored_names() -> None:
+    roots = ("in", "other/")
+    assert mirrored_name("in/a/s.jsonl", roots) == "a/s.jsonl"
+    assert mirrored_name("in/b/s.jsonl", roots) == "b/s.jsonl"
+    assert mirrored_name("other/x/r.jsonl.gz", roots) == "x/r.jsonl"
+    assert mirrored_name("in/h.traj", roots) == "h.jsonl"
+    assert mirrored_name("elsewhere/s.jsonl", roots) == "s.jsonl"  # named: its own name
+    assert mirrored_name("in-not/s.jsonl", roots) == "s.jsonl"  # a prefix is not a parent
+    assert mirrored_name("-", roots) == "stdin.jsonl"
+
+
+def test_write_unless_same_leaves_an_identical_output(tmp_path: Path) -> None:
+    t = tmp_path / "o.jsonl"
+    assert write_unless_same(str(t), [b"a\n", b"b\n"]) == 4
+    ino, mtime = t.stat().st_ino, t.stat().st_mtime_ns
+    assert write_unless_same(str(t), [b"a\n", b"b\n"]) is None
+    assert (t.stat().st_ino, t.stat().st_mtime_ns) == (ino, mtime)
+    assert write_unless_same(str(t), [b"a\n", b"c\n"]) == 4 and t.read_bytes() == b"a\nc\n"
+    assert write_unless_same(str(t), [b"a\n"]) == 2 and t.read_bytes() == b"a\n"  # shorter
+    assert write_unless_same(str(t), [b"a\n", b"d\n"]) == 4 and t.read_bytes() == b"a\nd\n"
+
+
+def test_an_output_is_up_to_date_only_while_input_options_and_output_hold(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "in").mkdir()
+    src = write_jsonl(tmp_path / "in" / "s.jsonl", [msg("m1", "user", "hi")])
+    target = tmp_path / "out" / "s.jsonl"
+    target.parent.mkdir()
+    target.write_bytes(src.read_bytes())
+    folder = str(tmp_path / "out") + "/"
+    out = OutputOptions(output_dir=folder, roots=(str(tmp_path / "in"),))
+    fp = provenance.fingerprint("rules", ("options",), out)
+
+    def up_to_date(fingerprint: str, where: str = str(target)) -> dict[str, object] | None:
+        return provenance.recorded_result(str(src), where, folder, fingerprint)
+
+    assert up_to_date(fp) is None  # no record yet
+    identity = Session.open(str(src)).identity
+    result = {"path": str(src), "changed": True}
+    provenance.record(str(src), str(target), folder, fp, identity, result)
+    assert (tmp_path / "out" / ".compactctl" / "s.jsonl.json").is_file()
+    hit = up_to_date(fp)
+    assert hit == {"path": str(src), "changed": False, "upToDate": True, "written": None,
+                   "appended": 0, "output": str(target)}  # fmt: skip
+    other = provenance.fingerprint("rules", ("options",), replace(out, materialize=True))
+    assert up_to_date(other) is None
+    assert provenance.fingerprint("dedup", ("options",), out) != fp
+    # the output edited since: not up to date
+    target.write_bytes(src.read_bytes() + b"\n")
+    assert up_to_date(fp) is None
+    target.write_bytes(src.read_bytes())
+    assert up_to_date(fp) is not None
+    # the input changed, same size: not up to date
+    src.write_bytes(src.read_bytes().replace(b"hi", b"ho"))
+    assert up_to_date(fp) is None
+    # stdout is never up to date
+    assert up_to_date(fp, "-") is None
