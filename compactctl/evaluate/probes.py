@@ -192,10 +192,15 @@ _PENDING_WORDS = (
 none is not searched (the regex, tried at every position, costs more than the rest of an
 assistant message's extraction). A text with a character whose case folding reaches ASCII
 (:func:`compactctl.text.folds_to_ascii`) is always searched."""
+_ASCII_DECISION_WORDS = tuple(w for w in _DECISION_WORDS if w.isascii())
+_ASCII_PENDING_WORDS = tuple(w for w in _PENDING_WORDS if w.isascii())
+"""The words of :data:`_DECISION_WORDS` and :data:`_PENDING_WORDS` an ASCII text can hold
+(most texts are ASCII: half the substring searches)."""
 _ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
 """The literals without one of which
 :func:`~compactctl.summarize.extractive.failures.found_errors` finds nothing (its own
-``_FOUND_ERROR_MARKERS``), tested here before the call."""
+``_FOUND_ERROR_MARKERS``), tested here before the call (spelled out in
+:meth:`_Collector.tool`: no generator per tool output)."""
 _QUIET_KINDS = frozenset({"read", "edit", "write", "patch", "plan"})
 """Tool kinds whose output is file content or a confirmation: an ``ERROR`` in it is text,
 not a failure (the extractive summarizer skips them the same way)."""
@@ -204,7 +209,8 @@ not a failure (the extractive summarizer skips them the same way)."""
 def _may_be_pending(text: str, lowered: str) -> bool:
     """``PENDING_RE.search(text)``, tried only when ``lowered`` holds one of
     :data:`_PENDING_WORDS` (or ``text`` a character that folds to ASCII)."""
-    if not any(w in lowered for w in _PENDING_WORDS) and not folds_to_ascii(text):
+    words = _ASCII_PENDING_WORDS if lowered.isascii() else _PENDING_WORDS
+    if not any(w in lowered for w in words) and not folds_to_ascii(text):
         return False
     return PENDING_RE.search(text) is not None
 
@@ -337,7 +343,11 @@ def _same(a: str, b: str) -> bool:
 
 class _Collector:
     """The one pass of :func:`extract_probes`: probes by ``(kind, normalised text)``, the
-    first occurrence kept, and the pending tasks decided at the end (:class:`_Tasks`)."""
+    first occurrence kept, and the pending tasks decided at the end (:class:`_Tasks`).
+
+    A tool output read again (same tool kind, error flag and text) is not read again: every
+    probe it gives is already kept. An assistant text read again only repeats what depends
+    on where it is (its checkbox items and pending sentences, :meth:`prose`)."""
 
     def __init__(self) -> None:
         self.probes: dict[tuple[str, str], Probe] = {}
@@ -347,7 +357,10 @@ class _Collector:
         self.tasks = _Tasks()
         self.first: Message | None = None
         self.latest: Message | None = None
-        self.where: Where = (None, None, None)
+        self.current: Message | None = None
+        self.fixed: Where | None = None  # set by finish() for the pending tasks
+        self.outputs: set[tuple[str, bool, str]] = set()
+        self.texts: dict[str, tuple[list[tuple[str, bool]] | None, list[str]]] = {}
 
     def add(self, kind: str, text: str, limit: int = PROBE_CHARS) -> None:
         if (kind, text) in self.seen:  # agents repeat themselves: most texts come again
@@ -358,8 +371,17 @@ class _Collector:
         if len(key) >= 2 and (kind, key) not in self.probes:
             self.probes[(kind, key)] = Probe(kind, cut, *self.where)
 
+    @property
+    def where(self) -> Where:
+        """The line, turn and uuid of the message read (built only when a probe or a task
+        candidate needs them: most messages add neither)."""
+        if self.fixed is not None:
+            return self.fixed
+        m = self.current
+        return (None, None, None) if m is None else (m.line, m.turn, m.uuid)
+
     def message(self, m: Message) -> None:
-        self.where = (m.line, m.turn, m.uuid)
+        self.current = m
         role = m.data.get("role")
         if role == "user":
             if is_real_user(m.data) and spoken_by_user(m.data, m.text):
@@ -395,7 +417,7 @@ class _Collector:
 
     def names(self, text: str, *, user: bool) -> None:
         """Ticket ids in any prose; code names only in what the user wrote."""
-        for ticket in _TICKET_RE.findall(text):
+        for ticket in _TICKET_RE.findall(text) if "-" in text else ():
             if ticket.split("-", 1)[0] not in _NOT_TICKETS:
                 self.add("identifier", ticket)
         if user:
@@ -416,15 +438,30 @@ class _Collector:
         text = m.text
         if not text.strip():
             return
+        known = self.texts.get(text)
+        if known is None:
+            known = self.texts[text] = self.prose(text)
+        marks, pending = known
+        if marks is not None:
+            self.tasks.items(marks, self.where, plan=False)
+        for sentence in pending:
+            self.tasks.sentences.append(Probe("pending_task", sentence, *self.where))
+
+    def prose(self, text: str) -> tuple[list[tuple[str, bool]] | None, list[str]]:
+        """An assistant text read once: its ticket ids and decisions added, and what a
+        repeat of the same text must do again where it appears (agents repeat themselves):
+        its checkbox items (``None``: no checkbox) and its pending sentences."""
         self.names(text, user=False)
+        marks = None
         if "[" in text:
             boxes = [b for b in map(CHECKBOX_RE.match, text.split("\n")) if b]
             if boxes:
                 marks = [(b.group("text"), b.group("mark") != " ") for b in boxes]
-                self.tasks.items(marks, self.where, plan=False)
+        pending: list[str] = []
         lowered = text.lower()
-        if not any(w in lowered for w in _DECISION_WORDS) and not _may_be_pending(text, lowered):
-            return
+        words = _ASCII_DECISION_WORDS if lowered.isascii() else _DECISION_WORDS
+        if not any(w in lowered for w in words) and not _may_be_pending(text, lowered):
+            return marks, pending
         for sentence in split_sentences(text):
             if decision_rank(sentence) == 3:
                 decision = _REASON_RE.sub("", _DECISION_LABEL_RE.sub("", sentence))
@@ -434,7 +471,8 @@ class _Collector:
                 and long_enough(sentence)
                 and not CHECKBOX_RE.match(sentence)
             ):
-                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
+                pending.append(_trimmed(sentence))
+        return marks, pending
 
     def call(self, call: Mapping[str, Any]) -> None:
         name = str(call.get("name") or "")
@@ -476,10 +514,18 @@ class _Collector:
     # -- tool results
 
     def tool(self, m: Message) -> None:
-        kind = self.call_kinds.get(m.tool_call_id or "") or tool_kind(m.tool_name or "")
-        if kind in _QUIET_KINDS and not m.is_error:
+        data = m.data
+        call_id = data.get("toolCallId")  # Message.tool_call_id, without its checks
+        kind = self.call_kinds.get(call_id if call_id.__class__ is str else "")
+        kind = kind or tool_kind(m.tool_name or "")
+        error = data.get("isError") is True  # Message.is_error
+        if kind in _QUIET_KINDS and not error:
             return  # file content or a confirmation, not a failure (_failed)
         text = m.text
+        key = (kind, error, text)
+        if key in self.outputs:
+            return  # the same output again: every probe it gives is added already
+        self.outputs.add(key)
         if _failed(m, text, kind):
             lines, tests = error_lines(text)
             for line in lines:
@@ -488,7 +534,12 @@ class _Collector:
                 self.add("identifier", test.split("::")[-1].split("[")[0])
             for header in _PYTEST_HEADER_RE.findall(text):
                 self.add("identifier", header.split("[")[0])
-        elif kind not in _QUIET_KINDS and any(k in text for k in _ERROR_MARKERS):
+        elif kind not in _QUIET_KINDS and (
+            "ERROR" in text
+            or "FATAL" in text
+            or "CRITICAL" in text
+            or "Traceback (most recent call last)" in text
+        ):
             traceback = "Traceback (most recent call last)" in text
             for line in found_errors(text if traceback else _log_level_lines(text)):
                 self.add("error", line)
@@ -503,7 +554,7 @@ class _Collector:
             if m is not None and not (kind == "latest_request" and m is self.first)
         ]
         for task in self.tasks.pending():
-            self.where = (task.line, task.turn, task.source)
+            self.fixed = (task.line, task.turn, task.source)
             self.add("pending_task", task.text)
         rest = sorted(self.probes.values(), key=lambda p: p.line or 0)  # stable: kind order kept
         return requests + rest
