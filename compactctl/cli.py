@@ -152,10 +152,12 @@ def inspect_cmd(
     if effective:
         raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt).return_code)
     worker = functools.partial(inspect_path, options=opts)
+    page = sh.report_page()
     report = run_inspect(paths, worker, settings=settings, jobs=sh.jobs, check=check,
                          json_out=json_out, quiet=sh.quiet, verbose=sh.verbose,
-                         dask=sh.dask, documents=sh.documents or None)  # fmt: skip
-    finish(report, "with findings", sh.quiet, rest="clean")
+                         dask=sh.dask, documents=sh.documents or None,
+                         keep_rows=page is not None)  # fmt: skip
+    finish(report, "with findings", sh.quiet, rest="clean", page=page)
 
 
 def main() -> None:
@@ -320,7 +322,7 @@ def compact_cmd(
     new session of that agent, which it resumes (the report says how).
     """
     from compactctl.app.jobs import compact_path
-    from compactctl.app.options import resolve
+    from compactctl.app.options import data_on_stdout, resolve
     from compactctl.app.runner import FORMATS_MODULE, REPLAY_MODULES
 
     s = settings_for(sh.config, "compact")
@@ -339,6 +341,8 @@ def compact_cmd(
                  context_window=sh.context_window, encoding=sh.encoding_flag, timeout=timeout,
                  num_retries=num_retries, emit_events=events)  # fmt: skip
     opts = resolve(CompactOptions, flags, s)
+    if events and sh.json_out and data_on_stdout(out, paths):
+        fail_usage("--events and --json would share stderr (stdout carries the transcript)")
     worker = functools.partial(compact_path, options=opts, out=out)
     transform("compact", paths, worker, s, sh, out,
                warm=(FORMATS_MODULE, *REPLAY_MODULES), warm_encoding=opts.encoding)  # fmt: skip
@@ -661,13 +665,13 @@ def eval_cmd(
                  against=against, min_retention=min_retention, minimums=minimums,
                  judge=judged, compare=configs)  # fmt: skip
     opts = resolve(EvalOptions, flags, s)
+    page = sh.report_page()
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
                       jobs=sh.jobs, json_out=sh.json_out, quiet=sh.quiet,
-                      verbose=sh.verbose, dask=sh.dask,
-                      documents=sh.documents or None)  # fmt: skip
-    if min_retention is not None or minimum:
-        finish(report, "below the minimum", sh.quiet, rest="passed")
-    raise typer.Exit(report.return_code)
+                      verbose=sh.verbose, dask=sh.dask, documents=sh.documents or None,
+                      keep_rows=page is not None)  # fmt: skip
+    gated = min_retention is not None or bool(minimum)
+    finish(report, "below the minimum", sh.quiet or not gated, rest="passed", page=page)
 
 
 @command(

@@ -214,7 +214,8 @@ def write_plan(
     - ``--dry-run`` / ``--check``: nothing is written.
 
     Returns:
-        ``report`` plus ``path``, ``format``, ``changed``, ``appended``, ``skipped``,
+        ``report`` plus ``path``, ``format``, ``changed``, ``appended`` (events written),
+        ``alreadyPresent`` (planned events the file already held: not written again),
         ``written`` (where the output went) and ``tornLine``.
 
     Raises:
@@ -237,7 +238,7 @@ def _write(
         "format": session.format,
         "changed": bool(new),
         "appended": 0,
-        "skipped": 0,
+        "alreadyPresent": 0,
         "written": None,
         "tornLine": False,
     }
@@ -266,7 +267,7 @@ def _write(
         return result, 0
     done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
     result.update(
-        appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
+        appended=done.written, alreadyPresent=done.skipped, written=path, tornLine=done.torn_line
     )
     result["changed"] = done.written > 0
     return result, done.bytes_written
@@ -325,7 +326,7 @@ def run_record(
         dedup_groups=int(result.get("groups", 0) or 0),
         rules_applied=list(rules or []),
         tokens_before=int(result.get("tokensBefore", 0) or 0),
-        tokens_after=int(result.get("promptEstimate", result.get("tokensAfter", 0)) or 0),
+        tokens_after=int(result.get("tokensAfter", 0) or 0),
         duration_ms=int(result.get("durationMs", 0) or 0),
         outcome="applied",
         error=None,
@@ -344,7 +345,7 @@ def run_record(
             messages_before=tiers.messages,
             messages_summarized=int(tiers.replaces or 0),
             tokens_before=int(tiers.tokens_before or 0),
-            tokens_after=int(tiers.prompt_estimate or 0),
+            tokens_after=int(tiers.tokens_after or 0),
             at=now,
         )
     return RunRecord(history=history, success=done, tiers=tier_row)
@@ -575,7 +576,7 @@ def write_resumable(
         "format": session.format,
         "changed": False,
         "appended": 0,
-        "skipped": 0,
+        "alreadyPresent": 0,
         "written": None,
         "tornLine": False,
         "resume": None,

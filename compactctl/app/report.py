@@ -21,15 +21,49 @@ from compactctl.errors import EXIT_CHECK, EXIT_INPUT, EXIT_LOCKED, EXIT_OK, EXIT
 from compactctl.io.files import STDIN
 
 __all__ = [
+    "SCHEMA_VERSION",
     "SUMMARY_VERBS",
+    "TOKEN_KEYS",
     "JsonReport",
     "Report",
     "convert_line",
     "dump_json",
+    "error_entry",
+    "message",
     "print_list",
     "print_store_report",
     "report_line",
 ]
+
+
+SCHEMA_VERSION = 1
+"""The version of the ``--json`` report schema (``docs/report.schema.json``): the
+``schemaVersion`` of every report document. Raise it when a key changes meaning or goes."""
+
+TOKEN_KEYS = ("tokensBefore", "tokensAfter", "tokensSaved")
+"""The token counts a file's entry may carry, summed in ``totals`` (docs/design.md section 4):
+the prompt estimate of the effective context before and after, and their difference."""
+
+
+def error_entry(error: CompactError) -> dict[str, Any]:
+    """The ``error`` of a failed file's entry: ``{"code", "exitCode", "message", "line"?}``.
+
+    ``code`` names the kind of error (the exception class without ``Error``, camelCase), the
+    exit code is the one the run ends with for it, ``line`` the 1-based input line when known.
+
+    >>> from compactctl.errors import InputError
+    >>> error_entry(InputError("bad JSON", line=3))
+    {'code': 'input', 'exitCode': 3, 'message': 'bad JSON', 'line': 3}
+    """
+    name = type(error).__name__.removesuffix("Error") or "compact"
+    entry: dict[str, Any] = {
+        "code": name[:1].lower() + name[1:],
+        "exitCode": error.exit_code,
+        "message": error.message,
+    }
+    if error.line is not None:
+        entry["line"] = error.line
+    return entry
 
 
 @dataclass
@@ -41,21 +75,77 @@ class Report:
         processed: files processed.
         failures: ``(path, error)`` for each file that could not be processed.
         changed: files that were (or, with --check/--dry-run, would be) changed.
+        skips: ``(path, reason)`` for each input left alone on purpose (not a failure).
+        tokens: the sums of :data:`TOKEN_KEYS` over the files that reported them (a key no
+            file reported stays out: ``totals`` gives ``None`` for it).
+        doc: the ``--json`` document each outcome is written to as it is recorded.
+        rows: with ``keep_rows``, one slim row per file (``path``, ``outcome``, the token
+            counts) for the ``--report`` page; memory is a few dozen bytes per file.
+        outcome_ok: the ``outcome`` of a processed file that a read-only command
+            (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
+        command: the command the run is of (the ``--report`` page's title).
     """
 
     check: bool = False
     processed: int = 0
     failures: list[tuple[str, CompactError]] = field(default_factory=list)
     changed: int = 0
+    skips: list[tuple[str, str]] = field(default_factory=list)
+    tokens: dict[str, int] = field(default_factory=dict)
+    doc: JsonReport | None = None
+    keep_rows: bool = False
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    outcome_ok: str | None = None
+    command: str = ""
 
-    def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
-        """Record a processed file and whether it changed (or would change)."""
+    def done(
+        self,
+        result: dict[str, Any],
+        *,
+        changed: bool = False,
+        entry: dict[str, Any] | None = None,
+        tokens: dict[str, int] | None = None,
+    ) -> None:
+        """Record a processed file and whether it changed (or would change).
+
+        ``result`` gets its ``outcome`` (``changed``, ``unchanged``, or :attr:`outcome_ok`)
+        and its token counts (:data:`TOKEN_KEYS`, or ``tokens`` when given) are summed;
+        ``entry`` (default ``result``) is written to :attr:`doc`."""
         self.processed += 1
         self.changed += int(changed)
+        outcome = self.outcome_ok or ("changed" if changed else "unchanged")
+        result["outcome"] = outcome
+        if entry is not None:
+            entry["outcome"] = outcome
+        if tokens is None:
+            tokens = {k: result[k] for k in TOKEN_KEYS if isinstance(result.get(k), int)}
+        counts = tokens
+        for key, value in counts.items():
+            self.tokens[key] = self.tokens.get(key, 0) + value
+        if self.keep_rows:
+            self.rows.append({"path": result.get("path", "?"), "outcome": outcome, **counts})
+        if self.doc is not None:
+            shown = result if entry is None else entry
+            head = {"path": shown["path"]} if "path" in shown else {}
+            self.doc.add({**head, "outcome": outcome, **shown})
 
     def failed(self, path: str, error: CompactError) -> None:
-        """Record a file that could not be processed; the run goes on."""
+        """Record a file that could not be processed; the run goes on. Its entry is
+        ``{"path", "outcome": "failed", "error": {...}}`` (:func:`error_entry`)."""
         self.failures.append((path, error))
+        if self.keep_rows:
+            self.rows.append({"path": path, "outcome": "failed", "error": error.message})
+        if self.doc is not None:
+            self.doc.add({"path": path, "outcome": "failed", "error": error_entry(error)})
+
+    def skipped(self, path: str, reason: str) -> None:
+        """Record an input left alone on purpose (not a failure): its entry is
+        ``{"path", "outcome": "skipped", "reason"}``."""
+        self.skips.append((path, reason))
+        if self.keep_rows:
+            self.rows.append({"path": path, "outcome": "skipped", "reason": reason})
+        if self.doc is not None:
+            self.doc.add({"path": path, "outcome": "skipped", "reason": reason})
 
     @property
     def return_code(self) -> int:
@@ -73,20 +163,29 @@ class Report:
         return EXIT_OK
 
     def totals(self) -> dict[str, Any]:
-        """The ``totals`` of a transcript-changing command's ``--json`` document.
+        """The ``totals`` every ``--json`` document starts with: files by outcome, the
+        token counts summed over files (``None`` when no file of the run measures that
+        count, e.g. ``tokensBefore`` of ``rules``), and the failed files' errors.
 
-        >>> Report(processed=2, changed=1).totals()
-        {'files': 2, 'changed': 1, 'failed': 0, 'errors': []}
+        >>> Report(processed=2, changed=1, tokens={"tokensSaved": 5}).totals()["tokensSaved"]
+        5
+        >>> sorted(Report().totals())  # doctest: +NORMALIZE_WHITESPACE
+        ['changed', 'errors', 'failed', 'files', 'skipped', 'tokensAfter', 'tokensBefore',
+         'tokensSaved', 'unchanged']
         """
+        unchanged = self.processed - self.changed
         return {
-            "files": self.processed,
+            "files": self.processed + len(self.failures) + len(self.skips),
             "changed": self.changed,
+            "unchanged": unchanged,
             "failed": len(self.failures),
-            "errors": [{"path": p, "message": e.message} for p, e in self.failures],
+            "skipped": len(self.skips),
+            **{k: self.tokens.get(k) for k in TOKEN_KEYS},
+            "errors": [{"path": p, **error_entry(e)} for p, e in self.failures],
         }
 
     def summary(self, verb: str, rest: str = "unchanged") -> str:
-        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``
+        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 skipped, 1 failed.``
 
         >>> r = Report(); r.done({}, changed=True); r.done({}); r.summary("compacted")
         '1 file compacted, 1 unchanged.'
@@ -95,6 +194,8 @@ class Report:
         parts = [f"{self.changed} file{'s' if self.changed != 1 else ''} {verb}"]
         if n - self.changed:
             parts.append(f"{n - self.changed} {rest}")
+        if self.skips:
+            parts.append(f"{len(self.skips)} skipped")
         if self.failures:
             parts.append(f"{len(self.failures)} failed")
         return ", ".join(parts) + "."
@@ -169,26 +270,36 @@ def print_store_report(db: str | None, days: int, json_out: bool) -> int:
 
 
 class JsonReport:
-    """The ``--json`` document ``{"files": [...], "totals": {...}}``, written as results
-    arrive, so a run over any number of files holds one result at a time.
+    """The ``--json`` document ``{"schemaVersion", "command", "files": [...], "totals": {...}}``
+    (docs/report.schema.json), written as results arrive, so a run over any number of files
+    holds one result at a time.
 
     The bytes equal ``orjson.dumps(doc, option=OPT_INDENT_2)`` of the whole document. It
     goes to stdout, or to stderr when stdout carries the transcript (stdin input, ``-o -``,
-    ``--materialize`` without ``-o``), so the data stays parseable. Nothing is written
-    before the first result (or the end), so a run that stops on a usage error leaves no
-    half document.
+    ``--materialize`` without ``-o``), so the data stays parseable. On stderr, the run's
+    messages cannot go beside it: failures are only in the document (their entries), and
+    warnings are collected (:data:`CAPTURE`) into its ``warnings`` list, so ``2>report.json``
+    holds one JSON document. Nothing is written before the first result (or the end), so a
+    run that stops on a usage error leaves no half document.
     """
 
-    def __init__(self, *, to_stderr: bool = False) -> None:
+    def __init__(self, *, to_stderr: bool = False, command: str = "") -> None:
+        global CAPTURE
         self.stream = sys.stderr if to_stderr else sys.stdout
+        self.to_stderr = to_stderr
+        self.command = command
         self.count = 0
         self.started = False
+        self.warnings: list[str] = []
+        if to_stderr:
+            CAPTURE = self
 
     def _start(self) -> None:
         if not self.started:
             self.started = True
             self.stream.flush()
-            self.stream.buffer.write(b'{\n  "files": [')
+            head = b'{\n  "schemaVersion": %d,\n  "command": %s,\n  "files": ['
+            self.stream.buffer.write(head % (SCHEMA_VERSION, orjson.dumps(self.command)))
 
     def add(self, result: dict[str, Any]) -> None:
         """Write one file's result (input order is the caller's)."""
@@ -198,12 +309,34 @@ class JsonReport:
         self.count += 1
 
     def close(self, totals: dict[str, Any]) -> None:
-        """Write ``totals`` and end the document."""
+        """Write ``totals`` (and the captured ``warnings``, if any) and end the document."""
+        global CAPTURE
         self._start()
         body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
         end = b"\n  ]" if self.count else b"]"
-        self.stream.buffer.write(end + b',\n  "totals": ' + body + b"\n}\n")
+        self.stream.buffer.write(end + b',\n  "totals": ' + body)
+        if self.warnings:
+            listed = orjson.dumps(self.warnings, option=orjson.OPT_INDENT_2)
+            self.stream.buffer.write(b',\n  "warnings": ' + listed.replace(b"\n", b"\n  "))
+        self.stream.buffer.write(b"\n}\n")
         self.stream.flush()
+        if CAPTURE is self:
+            CAPTURE = None
+
+
+CAPTURE: JsonReport | None = None
+"""The ``--json`` document on stderr of the running command, if any: messages that would go to
+stderr (warnings) are collected into it instead (:func:`message`)."""
+
+
+def message(text: str) -> None:
+    """Print a message about the run on stderr, or, while a ``--json`` document is on stderr
+    (:data:`CAPTURE`), add it to the document's ``warnings`` (a failure's message is already
+    its entry's ``error``, so only warnings come here)."""
+    if CAPTURE is not None:
+        CAPTURE.warnings.append(text.removeprefix("compactctl: warning: ").rstrip("\n"))
+        return
+    sys.stderr.write(text.rstrip("\n") + "\n")
 
 
 # --- the line each transcript-changing command prints per file --------------------------------
@@ -252,7 +385,7 @@ def _compact_line(r: dict[str, Any]) -> str:
     est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
     return (
         f"{r['path']}: {_verb(r, 'appended', 'would append')} {' + '.join(parts)}; prompt "
-        f"estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+        f"estimate {r['tokensBefore']} -> {r['tokensAfter']} tokens{est} (-{r['tokensSaved']})"
     )
 
 

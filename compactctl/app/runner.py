@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
-from compactctl.app.report import JsonReport, Report, report_line
+from compactctl.app.report import JsonReport, Report, message, report_line
 from compactctl.errors import CompactError, UsageError
 from compactctl.io.files import STDIN, discover
 
@@ -55,11 +55,18 @@ def discover_files(paths: list[str], report: Report, documents: bool = False) ->
     files, errors = discover(paths, documents=documents)
     for e in errors:
         if isinstance(e, NoTranscripts):
-            _err(f"compactctl: warning: {e}")
+            message(f"compactctl: warning: {e}")
         else:
-            report.failed(e.path or "?", e)
-            _err(f"compactctl: {e}")
+            _failed(report, e.path or "?", e)
     return files
+
+
+def _failed(report: Report, path: str, error: CompactError) -> None:
+    """Record a failed file; say so on stderr unless the ``--json`` document is there (the
+    failure is its entry then, never loose text in the same stream)."""
+    report.failed(path, error)
+    if report.doc is None or not report.doc.to_stderr:
+        _err(f"compactctl: {error}")
 
 
 def _jobs(settings: Settings, flag: int | None, nfiles: int) -> int:
@@ -162,8 +169,7 @@ def run_files(
         if bar is not None:
             bar.update(1)
         if isinstance(outcome, CompactError):
-            report.failed(path, outcome)
-            _err(f"compactctl: {outcome}")
+            _failed(report, path, outcome)
         else:
             yield outcome
     if bar is not None:
@@ -252,6 +258,7 @@ def run_transform(
     warm_encoding: str | None = None,
     dask: str | None = None,
     documents: bool | None = None,
+    keep_rows: bool = False,
 ) -> Report:
     """Run a transcript-changing command over PATHS and report each file as it finishes.
 
@@ -259,8 +266,9 @@ def run_transform(
     ``line``) goes to stderr unless ``quiet``; with ``json_out`` its entry of the JSON
     document goes to stdout, or to stderr when ``out`` writes the transcript there
     (:func:`~compactctl.app.options.data_on_stdout`). No result is kept, so memory stays
-    flat however many files there are. ``warm``, ``warm_encoding``: modules to import while
-    a piped stdin is still empty, and the command's encoding (:func:`warm_while_waiting`).
+    flat however many files there are (``keep_rows``: but a slim row per file for the
+    ``--report`` page). ``warm``, ``warm_encoding``: modules to import while a piped stdin
+    is still empty, and the command's encoding (:func:`warm_while_waiting`).
 
     Returns:
         The run's report (its summary line and exit code are the caller's).
@@ -271,16 +279,14 @@ def run_transform(
     from compactctl.app.options import data_on_stdout
 
     warm_while_waiting(paths, warm, warm_encoding)
-    report = Report(check=out.check)
-    doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if json_out else None
+    doc = JsonReport(to_stderr=data_on_stdout(out, paths), command=command) if json_out else None
+    report = Report(check=out.check, doc=doc, keep_rows=keep_rows, command=command)
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
         dask=dask, documents=documents,
     ):  # fmt: skip
         report.done(result, changed=result["changed"])
-        if doc is not None:
-            doc.add(result)
-        elif not quiet:
+        if doc is None and not quiet:
             text = line(result) if line is not None else report_line(command, result)
             if result.get("tornLine"):
                 text += " (its torn last line is kept; the new events start on a new line)"
@@ -302,6 +308,7 @@ def run_inspect(
     verbose: bool,
     dask: str | None = None,
     documents: bool | None = None,
+    keep_rows: bool = False,
 ) -> Report:
     """Run ``inspect`` over PATHS: each file's table on stdout as it finishes (all findings
     with ``verbose``), or the ``--json`` document with the run's totals.
@@ -314,19 +321,18 @@ def run_inspect(
     """
     from compactctl.app.inspect import InspectTotals
 
-    report = Report(check=check)
-    doc = JsonReport() if json_out else None
+    doc = JsonReport(command="inspect") if json_out else None
+    report = Report(check=check, doc=doc, keep_rows=keep_rows, outcome_ok="ok",
+                    command="inspect")  # fmt: skip
     totals = InspectTotals()
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet,
         desc="inspect", trim=False, dask=dask, documents=documents,
     ):  # fmt: skip
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
-        report.done(result, changed=bool(serious))
-        if doc is not None:
-            doc.add(result)
-            totals.add(result)
-        else:
+        totals.add(result)
+        report.done(result, changed=bool(serious), tokens=totals.file_tokens(result))
+        if doc is None:
             from compactctl.app.render import inspect_table
 
             sys.stdout.write(inspect_table(result, verbose=verbose))
@@ -348,8 +354,7 @@ def run_effective(paths: list[str], *, tier: str | None, fmt: str | None) -> Rep
             write_output(STDIN, effective_lines(f, tier=tier, fmt=fmt))
             report.done({"path": f})
         except CompactError as exc:
-            report.failed(f, exc)
-            _err(f"compactctl: {exc}")
+            _failed(report, f, exc)
     return report
 
 

@@ -137,7 +137,7 @@ def test_two_runs_at_once_append_each_event_once(tmp_path: Path, command: list[s
     results = [_finish(p) for p in procs]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
     reports = [orjson.loads(out)["files"][0] for _, out, _ in results]
-    appended = sorted((r["appended"], r["skipped"]) for r in reports)
+    appended = sorted((r["appended"], r["alreadyPresent"]) for r in reports)
     n = appended[1][0]
     assert n >= 1 and appended == [(0, n), (n, 0)]  # one wrote, the other waited and skipped
     data = path.read_bytes()
