@@ -77,6 +77,7 @@ def main_callback(
         "compactctl inspect session.jsonl",
         "compactctl inspect --json ~/.claude/projects/ | jq '.totals'",
         "compactctl inspect --effective session.jsonl > context.jsonl",
+        "compactctl inspect --store --runs --days 7 ~/sessions/",
         "cat session.jsonl | compactctl inspect --estimate -",
     ),
     shared=RUN,
@@ -104,6 +105,9 @@ def inspect_cmd(
         ),
     ] = None,
     days: Annotated[int, typer.Option("--days", help="With --store: days to report.")] = 30,
+    runs: Annotated[
+        bool, typer.Option("--runs", help="With --store: list the runs, newest first.")
+    ] = False,
     effective: Annotated[
         bool,
         typer.Option("--effective", help="Print the effective context as canonical JSONL."),
@@ -137,10 +141,11 @@ def inspect_cmd(
     from compactctl.app.runner import run_effective, run_inspect
 
     settings = settings_for(sh.config, "inspect")
-    if store or db is not None:
+    if store or db is not None or runs:
         from compactctl.app.report import print_store_report
 
-        raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
+        where = settings.get("db", db, None, str)
+        raise typer.Exit(print_store_report(where, days, json_out, paths or [], runs=runs))
     if not paths:
         fail_usage("missing PATHS (files, folders or -), or --store; see compactctl inspect -h")
     assert paths is not None

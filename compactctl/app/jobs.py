@@ -312,11 +312,18 @@ def run_record(
 
     ``result`` is the job's result (or its planned report plus ``path``).
     """
-    from compactctl.app.store import HistoryRow, RunRecord, SuccessRow, TiersRow
+    from compactctl.app.store import (
+        HistoryRow,
+        RunRecord,
+        SuccessRow,
+        TiersRow,
+        absolute,
+        store_key,
+    )
 
     now = time.time()
-    path = str(result["path"])
-    key = str(result.get("sessionKey") or path)
+    path = absolute(str(result["path"]))
+    key = store_key(str(result.get("sessionKey") or path), path)
     summary = result.get("summary")
     history = HistoryRow(
         session_key=key,
@@ -338,7 +345,7 @@ def run_record(
     tier_row = None
     if tiers is not None:
         tier_row = TiersRow(
-            session_key=tiers.session_key,
+            session_key=store_key(tiers.session_key, path),
             path=path,
             summary_uuid=tiers.summary,
             tiers=dict(tiers.tier_texts),
@@ -373,7 +380,9 @@ def reconcile_store(store: Any, session: Session, out: OutputOptions) -> int:
     if store is None or not out.writes or not out.in_place(session.path):
         return 0
     present = {e.uuid for e in session.events if e.uuid is not None}
-    n = int(store.reconcile(session.meta.key, present, time.time()))
+    from compactctl.app.store import store_key
+
+    n = int(store.reconcile(store_key(session.meta.key, session.path), present, time.time()))
     if n:
         warnings.warn(
             CompactWarning(
@@ -496,7 +505,9 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     with _store(out) as store:
 
         def breaker(key: str) -> bool:
-            return bool(store is not None and store.breaker_open(key, time.time()))
+            from compactctl.app.store import store_key
+
+            return bool(store is not None and store.breaker_open(store_key(key, path), time.time()))
 
         offline = None
         if not out.writes and options.model not in (None, "extractive"):
@@ -530,7 +541,10 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
                 plan.report.model_not_called = options.model
             if layer.failed is not None:
                 if store is not None:
-                    count = store.record_failure(plan.report.session_key, path, time.time())
+                    from compactctl.app.store import absolute, store_key
+
+                    key = store_key(plan.report.session_key, path)
+                    count = store.record_failure(key, absolute(path), time.time())
                     layer.failed.message += f" (consecutive failures: {count})"
                 raise layer.failed
 

@@ -80,7 +80,9 @@ class Report:
             file reported stays out: ``totals`` gives ``None`` for it).
         doc: the ``--json`` document each outcome is written to as it is recorded.
         rows: with ``keep_rows``, one slim row per file (``path``, ``outcome``, the token
-            counts) for the ``--report`` page; memory is a few dozen bytes per file.
+            counts, ``written``, ``sessionKey``, a failure's ``error`` and ``code``, a skip's
+            ``reason``) for the ``--report`` page and the store's run log; memory is a few
+            dozen bytes per file.
         outcome_ok: the ``outcome`` of a processed file that a read-only command
             (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
         command: the command the run is of (the ``--report`` page's title).
@@ -123,7 +125,11 @@ class Report:
         for key, value in counts.items():
             self.tokens[key] = self.tokens.get(key, 0) + value
         if self.keep_rows:
-            self.rows.append({"path": result.get("path", "?"), "outcome": outcome, **counts})
+            row = {"path": result.get("path", "?"), "outcome": outcome, **counts}
+            for key in ("written", "sessionKey"):
+                if result.get(key) is not None:
+                    row[key] = result[key]
+            self.rows.append(row)
         if self.doc is not None:
             shown = result if entry is None else entry
             head = {"path": shown["path"]} if "path" in shown else {}
@@ -134,7 +140,9 @@ class Report:
         ``{"path", "outcome": "failed", "error": {...}}`` (:func:`error_entry`)."""
         self.failures.append((path, error))
         if self.keep_rows:
-            self.rows.append({"path": path, "outcome": "failed", "error": error.message})
+            code = error_entry(error)["code"]
+            self.rows.append({"path": path, "outcome": "failed", "error": error.message,
+                              "code": code})  # fmt: skip
         if self.doc is not None:
             self.doc.add({"path": path, "outcome": "failed", "error": error_entry(error)})
 
@@ -231,9 +239,13 @@ def print_list(json_out: bool, rows: list[dict[str, Any]], columns: dict[str, st
         sys.stdout.write(table(list(columns), cells, indent=""))
 
 
-def print_store_report(db: str | None, days: int, json_out: bool) -> int:
-    """``inspect --store``: print the cross-session report of the store at ``db`` (``None``:
-    ``$COMPACTCTL_DB`` or the XDG state folder) over ``days`` days; return the exit code.
+def print_store_report(
+    db: str | None, days: int, json_out: bool, paths: list[str] | None = None, *, runs: bool = False
+) -> int:
+    """``inspect --store [--runs] [PATHS]``: print the cross-session report of the store at
+    ``db`` (``None``: ``$COMPACTCTL_DB`` or the XDG state folder) over ``days`` days, or
+    with ``runs`` its list of runs; with ``paths``, only those files (or the files inside
+    those folders, made absolute as the store keeps them). Returns the exit code.
 
     A store that cannot be opened or read is reported on stderr (``compactctl: <error>``)
     and its error's exit code returned.
@@ -243,15 +255,20 @@ def print_store_report(db: str | None, days: int, json_out: bool) -> int:
     """
     import time
 
-    from compactctl.app.store import Store, resolve_db_path
+    from compactctl.app.store import Store, absolute, resolve_db_path
     from compactctl.errors import UsageError
 
+    where = [absolute(p) for p in paths or []]
     try:
         path = resolve_db_path(db)
-        doc = None
+        doc: Any = None
         if path.exists():
             with Store.open(path) as st:
-                doc = st.report(time.time(), days=days)
+                now = time.time()
+                if runs:
+                    doc = {"db": str(path), "runs": st.runs(now, days=days, paths=where)}
+                else:
+                    doc = st.report(now, days=days, paths=where)
     except CompactError as exc:
         sys.stderr.write(f"compactctl: {exc}".rstrip("\n") + "\n")
         return exc.exit_code
@@ -263,9 +280,9 @@ def print_store_report(db: str | None, days: int, json_out: bool) -> int:
     if json_out:
         dump_json(doc)
     else:
-        from compactctl.app.render import store_table
+        from compactctl.app.render import runs_table, store_table
 
-        sys.stdout.write(store_table(doc))
+        sys.stdout.write(runs_table(doc) if runs else store_table(doc))
     return EXIT_OK
 
 

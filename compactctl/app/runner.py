@@ -279,8 +279,12 @@ def run_transform(
     from compactctl.app.options import data_on_stdout
 
     warm_while_waiting(paths, warm, warm_encoding)
+    import time
+
+    started = time.time()
+    logged = out.writes and out.db != "" and command != "convert"
     doc = JsonReport(to_stderr=data_on_stdout(out, paths), command=command) if json_out else None
-    report = Report(check=out.check, doc=doc, keep_rows=keep_rows, command=command)
+    report = Report(check=out.check, doc=doc, keep_rows=keep_rows or logged, command=command)
     for result in run_files(
         paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
         dask=dask, documents=documents,
@@ -291,9 +295,43 @@ def run_transform(
             if result.get("tornLine"):
                 text += " (its torn last line is kept; the new events start on a new line)"
             _err(text)
+    if logged:
+        log_run(report, out.db, started)
     if doc is not None:
         doc.close(report.totals())
     return report
+
+
+def log_run(report: Report, db: str | None, started: float) -> None:
+    """Record the run and every file it was given, whatever its outcome (the store's run
+    log, :meth:`~compactctl.app.store.Store.log_run`; paths absolute). The transcripts are
+    written already: a store that cannot be written is a warning, not a failure of the
+    run (the per-file history rows were written, or reported, by each job)."""
+    import time
+
+    from compactctl.app.store import FileRow, RunLog, Store, absolute, resolve_db_path
+
+    files = []
+    for row in report.rows:
+        written = row.get("written")
+        files.append(FileRow(
+            path=absolute(str(row["path"])),
+            output=None if written is None else absolute(str(written)),
+            session_key=row.get("sessionKey"),
+            outcome=row["outcome"],
+            tokens_before=row.get("tokensBefore"),
+            tokens_after=row.get("tokensAfter"),
+            tokens_saved=row.get("tokensSaved"),
+            error_code=row.get("code"),
+            message=row.get("error") or row.get("reason"),
+        ))  # fmt: skip
+    run = RunLog(command=report.command, cwd=os.getcwd(), started_at=started,
+                 finished_at=time.time(), exit_code=report.return_code, files=files)  # fmt: skip
+    try:
+        with Store.open(resolve_db_path(db)) as store:
+            store.log_run(run)
+    except CompactError as exc:
+        message(f"compactctl: warning: run log not written to the store: {exc}")
 
 
 def run_inspect(
