@@ -10,8 +10,10 @@ results arrive; :func:`dump_json` prints one JSON value (``--list --json``, ``in
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "Report",
     "convert_line",
     "dump_json",
+    "capturing",
     "error_entry",
     "message",
     "print_list",
@@ -301,15 +304,13 @@ class JsonReport:
     """
 
     def __init__(self, *, to_stderr: bool = False, command: str = "") -> None:
-        global CAPTURE
         self.stream = sys.stderr if to_stderr else sys.stdout
         self.to_stderr = to_stderr
         self.command = command
         self.count = 0
         self.started = False
         self.warnings: list[str] = []
-        if to_stderr:
-            CAPTURE = self
+        self.pid = os.getpid()
 
     def _start(self) -> None:
         if not self.started:
@@ -327,7 +328,6 @@ class JsonReport:
 
     def close(self, totals: dict[str, Any]) -> None:
         """Write ``totals`` (and the captured ``warnings``, if any) and end the document."""
-        global CAPTURE
         self._start()
         body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
         end = b"\n  ]" if self.count else b"]"
@@ -337,20 +337,33 @@ class JsonReport:
             self.stream.buffer.write(b',\n  "warnings": ' + listed.replace(b"\n", b"\n  "))
         self.stream.buffer.write(b"\n}\n")
         self.stream.flush()
-        if CAPTURE is self:
-            CAPTURE = None
 
 
 CAPTURE: JsonReport | None = None
-"""The ``--json`` document on stderr of the running command, if any: messages that would go to
-stderr (warnings) are collected into it instead (:func:`message`)."""
+"""The ``--json`` document on stderr of the running command, if any (:func:`capturing`):
+messages that would go to stderr (warnings) are collected into it instead (:func:`message`)."""
+
+
+@contextlib.contextmanager
+def capturing(doc: JsonReport | None) -> Iterator[None]:
+    """While the block runs, :func:`message` adds warnings to ``doc`` when it is on stderr."""
+    global CAPTURE
+    before = CAPTURE
+    if doc is not None and doc.to_stderr:
+        CAPTURE = doc
+    try:
+        yield
+    finally:
+        CAPTURE = before
 
 
 def message(text: str) -> None:
     """Print a message about the run on stderr, or, while a ``--json`` document is on stderr
     (:data:`CAPTURE`), add it to the document's ``warnings`` (a failure's message is already
-    its entry's ``error``, so only warnings come here)."""
-    if CAPTURE is not None:
+    its entry's ``error``, so only warnings come here). A ``--jobs`` worker process cannot
+    reach the document: its warnings go to stderr (the stdin input that puts the document
+    there is read in the main process)."""
+    if CAPTURE is not None and CAPTURE.pid == os.getpid():
         CAPTURE.warnings.append(text.removeprefix("compactctl: warning: ").rstrip("\n"))
         return
     sys.stderr.write(text.rstrip("\n") + "\n")

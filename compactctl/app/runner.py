@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
-from compactctl.app.report import JsonReport, Report, message, report_line
+from compactctl.app.report import JsonReport, Report, capturing, message, report_line
 from compactctl.errors import CompactError, UsageError
 from compactctl.io.files import STDIN, discover
 
@@ -285,18 +285,19 @@ def run_transform(
     logged = out.writes and out.db != "" and command != "convert"
     doc = JsonReport(to_stderr=data_on_stdout(out, paths), command=command) if json_out else None
     report = Report(check=out.check, doc=doc, keep_rows=keep_rows or logged, command=command)
-    for result in run_files(
-        paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet, desc=command,
-        dask=dask, documents=documents,
-    ):  # fmt: skip
-        report.done(result, changed=result["changed"])
-        if doc is None and not quiet:
-            text = line(result) if line is not None else report_line(command, result)
-            if result.get("tornLine"):
-                text += " (its torn last line is kept; the new events start on a new line)"
-            _err(text)
-    if logged:
-        log_run(report, out.db, started)
+    with capturing(doc):
+        for result in run_files(
+            paths, worker, jobs=jobs, settings=settings, report=report, quiet=quiet,
+            desc=command, dask=dask, documents=documents,
+        ):  # fmt: skip
+            report.done(result, changed=result["changed"])
+            if doc is None and not quiet:
+                text = line(result) if line is not None else report_line(command, result)
+                if result.get("tornLine"):
+                    text += " (its torn last line is kept; the new events start on a new line)"
+                _err(text)
+        if logged:
+            log_run(report, out.db, started)
     if doc is not None:
         doc.close(report.totals())
     return report
