@@ -351,7 +351,7 @@ def finish(
     if page is not None:
         from compactctl.app.report_render import write_page
 
-        write_page(page, report, verb)
+        write_page(page, report, verb, rest)
     on_stderr = report.doc is not None and report.doc.to_stderr
     if not quiet and not on_stderr and (report.processed + len(report.failures)) > 1:
         err(report.summary(verb, rest))

@@ -43,10 +43,11 @@ def check_page(path: str) -> None:
         )
 
 
-def write_page(path: str, report: Report, verb: str) -> None:
+def write_page(path: str, report: Report, verb: str, rest: str = "unchanged") -> None:
     """Write the report of the run to ``path`` as its extension says.
 
-    ``verb`` is the closing line's (``compacted``). When ``path`` is the file named by
+    ``verb`` and ``rest`` are the closing line's (``compacted``, ``unchanged``:
+    :meth:`Report.summary`). When ``path`` is the file named by
     ``$GITHUB_STEP_SUMMARY``, the Markdown is appended to it (a job step may write several
     summaries; GitHub shows them all); any other path is replaced.
 
@@ -54,7 +55,7 @@ def write_page(path: str, report: Report, verb: str) -> None:
         UsageError: unknown extension (:func:`check_page`), or the file cannot be written.
     """
     check_page(path)
-    text = PAGES[_kind(path)](report, verb)
+    text = PAGES[_kind(path)](report, report.summary(verb, rest))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     mode = "a" if summary and os.path.abspath(summary) == os.path.abspath(path) else "w"
     try:
@@ -69,10 +70,11 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else "-"
 
 
-def _totals_line(report: Report, verb: str) -> str:
-    """``2 files compacted, 1 unchanged, 1 failed. Tokens 9,000 -> 3,000 (saved 6,000).``"""
+def _totals_line(report: Report, summary: str) -> str:
+    """``summary`` (the closing line, ``2 files compacted, 1 failed.``) and the tokens:
+    ``Tokens 9,000 -> 3,000 (saved 6,000).``"""
     t = report.totals()
-    line = report.summary(verb)
+    line = summary
     if t["tokensBefore"] is not None and t["tokensAfter"] is not None:
         saved = _n(t["tokensSaved"])
         line += f" Tokens {_n(t['tokensBefore'])} -> {_n(t['tokensAfter'])} (saved {saved})."
@@ -91,13 +93,14 @@ def _title(report: Report) -> str:
     return f"compactctl {report.command}".rstrip()
 
 
-def markdown(report: Report, verb: str) -> str:
-    """The Markdown report: a heading, the totals line, a table with a row per file.
+def markdown(report: Report, summary: str) -> str:
+    """The Markdown report: a heading, the totals line (``summary``, the run's closing
+    line, then the tokens), a table with a row per file.
 
     >>> r = Report(command="compact", keep_rows=True)
     >>> r.done({"path": "a|b.jsonl", "tokensBefore": 10, "tokensAfter": 4, "tokensSaved": 6},
     ...        changed=True)
-    >>> print(markdown(r, "compacted"), end="")
+    >>> print(markdown(r, r.summary("compacted")), end="")
     ### compactctl compact
     <BLANKLINE>
     1 file compacted. Tokens 10 -> 4 (saved 6).
@@ -110,7 +113,7 @@ def markdown(report: Report, verb: str) -> str:
     def cell(text: str) -> str:
         return " ".join(text.split()).replace("|", "\\|")
 
-    lines = [f"### {_title(report)}", "", _totals_line(report, verb)]
+    lines = [f"### {_title(report)}", "", _totals_line(report, summary)]
     if report.rows:
         lines += [
             "",
@@ -183,9 +186,10 @@ def _chart(rows: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def html_page(report: Report, verb: str) -> str:
+def html_page(report: Report, summary: str) -> str:
     """The HTML report: one self-contained page (inline CSS and SVG, nothing fetched) with
-    the totals line, the chart of tokens before and after per session, and the table."""
+    the totals line (``summary`` and the tokens), the chart of tokens before and after per
+    session, and the table."""
     title = html.escape(_title(report))
     body = [
         "<!DOCTYPE html>",
@@ -196,7 +200,7 @@ def html_page(report: Report, verb: str) -> str:
         "</head>",
         "<body>",
         f"<h1>{title}</h1>",
-        f'<p id="totals">{html.escape(_totals_line(report, verb))}</p>',
+        f'<p id="totals">{html.escape(_totals_line(report, summary))}</p>',
         "<h2>Tokens before and after, per session</h2>",
         f'<div id="chart">{_chart(report.rows)}</div>',
         "<h2>Files</h2>",
@@ -214,4 +218,5 @@ def html_page(report: Report, verb: str) -> str:
 
 
 PAGES: dict[str, Callable[[Report, str], str]] = {".md": markdown, ".html": html_page}
-"""The report each ``--report`` extension gets (``.md``, ``.html``)."""
+"""The report each ``--report`` extension gets (``.md``, ``.html``): ``(report, closing
+line) -> text``."""

@@ -100,8 +100,11 @@ def test_json_report_is_streamed_as_one_document(tmp_path):
         doc = orjson.loads(r.stdout)
         assert r.stdout == orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", args
     doc = orjson.loads(run_cli(*runs[1]).stdout)  # second rules run: nothing left to do
-    assert [f["path"] for f in doc["files"]] == [str(tmp_path / f"s{i}.jsonl") for i in range(3)]
-    assert doc["totals"]["files"] == 3 and doc["totals"]["failed"] == 1
+    done = [f["path"] for f in doc["files"] if f["outcome"] != "failed"]
+    assert done == [str(tmp_path / f"s{i}.jsonl") for i in range(3)]
+    failed = [f for f in doc["files"] if f["outcome"] == "failed"]
+    assert [f["path"] for f in failed] == [str(tmp_path / "bad.jsonl")]
+    assert doc["totals"]["files"] == 4 and doc["totals"]["failed"] == 1
     assert doc["totals"]["errors"][0]["path"] == str(tmp_path / "bad.jsonl")
     inspect = orjson.loads(run_cli(*runs[0]).stdout)
     assert inspect["totals"]["messages"] == sum(f["messages"] for f in inspect["files"])

@@ -187,8 +187,10 @@ def test_lock_held_too_long_gives_exit_75(tmp_path: Path) -> None:
         )  # fmt: skip
         assert code == 75, err.decode()
         doc = orjson.loads(out)
-        assert [f["path"] for f in doc["files"]] == [str(other)]
-        assert doc["files"][0]["appended"] == 1
+        locked, done = doc["files"]  # in input order, the locked one failed
+        assert (locked["path"], locked["outcome"]) == (str(path), "failed")
+        assert (locked["error"]["code"], locked["error"]["exitCode"]) == ("lockTimeout", 75)
+        assert (done["path"], done["outcome"], done["appended"]) == (str(other), "changed", 1)
         assert [e["path"] for e in doc["totals"]["errors"]] == [str(path)]
         assert path.read_bytes() == SMALL
         assert time.monotonic() - started < 60
