@@ -78,6 +78,7 @@ def main_callback(
         "compactctl inspect session.jsonl",
         "compactctl inspect --json ~/.claude/projects/ | jq '.totals'",
         "compactctl inspect --effective session.jsonl > context.jsonl",
+        "compactctl inspect --store --runs --days 7 ~/sessions/",
         "cat session.jsonl | compactctl inspect --estimate -",
     ),
     shared=RUN,
@@ -105,6 +106,9 @@ def inspect_cmd(
         ),
     ] = None,
     days: Annotated[int, typer.Option("--days", help="With --store: days to report.")] = 30,
+    runs: Annotated[
+        bool, typer.Option("--runs", help="With --store: list the runs, newest first.")
+    ] = False,
     effective: Annotated[
         bool,
         typer.Option("--effective", help="Print the effective context as canonical JSONL."),
@@ -138,10 +142,11 @@ def inspect_cmd(
     from compactctl.app.runner import run_effective, run_inspect
 
     settings = settings_for(sh.config, "inspect")
-    if store or db is not None:
+    if store or db is not None or runs:
         from compactctl.app.report import print_store_report
 
-        raise typer.Exit(print_store_report(settings.get("db", db, None, str), days, json_out))
+        where = settings.get("db", db, None, str)
+        raise typer.Exit(print_store_report(where, days, json_out, paths or [], runs=runs))
     paths = stdin_paths(paths, "inspect", ", or --store")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
@@ -152,8 +157,9 @@ def inspect_cmd(
     if effective:
         raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt, scope=scope).return_code)
     worker = functools.partial(inspect_path, options=opts)
+    page = sh.report_page()
     report = run_inspect(paths, worker, settings=settings, scope=scope, check=check)
-    finish(report, "with findings", sh.quiet, rest="clean")
+    finish(report, "with findings", sh.quiet, rest="clean", page=page)
 
 
 def main() -> None:
@@ -306,7 +312,7 @@ def compact_cmd(
     new session of that agent, which it resumes (the report says how).
     """
     from compactctl.app.jobs import compact_path
-    from compactctl.app.options import resolve
+    from compactctl.app.options import data_on_stdout, resolve
     from compactctl.app.runner import FORMATS_MODULE, REPLAY_MODULES
 
     s = settings_for(sh.config, "compact")
@@ -325,6 +331,8 @@ def compact_cmd(
                  context_window=sh.context_window, encoding=sh.encoding_flag, timeout=timeout,
                  num_retries=num_retries, emit_events=events)  # fmt: skip
     opts = resolve(CompactOptions, flags, s)
+    if events and sh.json_out and data_on_stdout(out, paths):
+        fail_usage("--events and --json would share stderr (stdout carries the transcript)")
     worker = functools.partial(compact_path, options=opts, out=out)
     if sh.layers is not None:  # one pass: compactctl.layers.onepass
         from compactctl.app.jobs import layers_path
@@ -685,11 +693,11 @@ def eval_cmd(
                  against=against, min_retention=min_retention, minimums=minimums,
                  judge=judged, compare=configs)  # fmt: skip
     opts = resolve(EvalOptions, flags, s)
+    page = sh.report_page()
     report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
                       scope=sh.scope())  # fmt: skip
-    if min_retention is not None or minimum:
-        finish(report, "below the minimum", sh.quiet, rest="passed")
-    raise typer.Exit(report.return_code)
+    gated = min_retention is not None or bool(minimum)
+    finish(report, "below the minimum", sh.quiet or not gated, rest="passed", page=page)
 
 
 @command(

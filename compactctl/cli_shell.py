@@ -214,8 +214,30 @@ class Shell:
     exclude: Annotated[
         list[str] | None, typer.Option("--exclude", metavar="PATTERN", help=_EXCLUDE)
     ] = None
+    report: Annotated[
+        str | None,
+        typer.Option(
+            "--report",
+            metavar="PATH",
+            help="Also write a report for people: .md (a job summary, a PR comment; e.g. "
+            "$GITHUB_STEP_SUMMARY) or .html (a page with a chart), by the extension.",
+        ),
+    ] = None
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
+
+    def report_page(self) -> str | None:
+        """``--report PATH``, checked before any file is read.
+
+        Raises:
+            UsageError: its extension is not one :mod:`compactctl.app.report_render` writes.
+        """
+        if self.report is None:
+            return None
+        from compactctl.app.report_render import check_page
+
+        check_page(self.report)
+        return self.report
 
     @property
     def encoding_flag(self) -> str | None:
@@ -224,7 +246,8 @@ class Shell:
 
     def scope(self) -> Any:
         """The run's :class:`~compactctl.app.runner.RunScope`: ``--jobs``, ``--dask``,
-        ``--documents``, ``-q``, ``-v``, ``--json`` and the filters.
+        ``--documents``, ``-q``, ``-v``, ``--json``, the filters, and rows kept for
+        ``--report``.
 
         Raises:
             UsageError: a filter value that does not parse.
@@ -241,7 +264,7 @@ class Shell:
         )
         return RunScope(jobs=self.jobs, dask=self.dask, documents=self.documents or None,
                         quiet=self.quiet, verbose=self.verbose, json_out=self.json_out,
-                        filters=filters)  # fmt: skip
+                        filters=filters, keep_rows=self.report is not None)  # fmt: skip
 
     def output_options(
         self, s: Settings, paths: list[str], tier: str | None, *, native: bool = False
@@ -262,7 +285,7 @@ class Shell:
 FILTERS = ("since", "until", "older_than", "glob", "exclude")
 """The :class:`Shell` fields that choose files (:class:`~compactctl.io.filters.FileFilter`)."""
 
-RUN = ("config", "jobs", "dask", "documents", *FILTERS, "quiet", "verbose")
+RUN = ("config", "jobs", "dask", "documents", *FILTERS, "report", "quiet", "verbose")
 """The :class:`Shell` fields every command takes (convert all but ``verbose``)."""
 
 
@@ -403,7 +426,9 @@ def show_warning(
     """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
     ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
     if issubclass(category, CompactWarning):
-        err(f"compactctl: warning: {message}")
+        from compactctl.app.report import message as say
+
+        say(f"compactctl: warning: {message}")
     else:
         _show_default(message, category, filename, lineno, file, line)
 
@@ -435,14 +460,30 @@ def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, 
     from compactctl.app.report import SUMMARY_VERBS
     from compactctl.app.runner import run_transform
 
+    page = sh.report_page()
     report = run_transform(paths, worker, command=command, settings=s, out=out,
                            scope=sh.scope(), **kwargs)  # fmt: skip
     verb = SUMMARY_VERBS[command]
-    finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet)
+    finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet,
+           page=page)  # fmt: skip
 
 
-def finish(report: Report, verb: str, quiet: bool, rest: str = "unchanged") -> None:
-    if not quiet and (report.processed + len(report.failures) + len(report.skips)) > 1:
+def finish(
+    report: Report, verb: str, quiet: bool, rest: str = "unchanged", page: str | None = None
+) -> None:
+    """End a run over PATHS: write the ``--report`` ``page`` (if any), print the closing
+    line on stderr (unless ``quiet``, a single file, or the ``--json`` document is on
+    stderr), exit with the report's code."""
+    if page is not None:
+        from compactctl.app.report_render import write_page
+
+        write_page(page, report, verb, rest)
+    on_stderr = report.doc is not None and report.doc.to_stderr
+    if (
+        not quiet
+        and not on_stderr
+        and (report.processed + len(report.failures) + len(report.skips)) > 1
+    ):
         err(report.summary(verb, rest))
     raise typer.Exit(report.return_code)
 

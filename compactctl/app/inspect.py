@@ -124,13 +124,16 @@ class InspectTotals:
             self.sums[key] += result[key]
         self.findings += len(result["findings"])
 
+    @staticmethod
+    def file_tokens(result: dict[str, Any]) -> dict[str, int]:
+        """A file's token counts in the shared report vocabulary: ``tokensBefore`` = every
+        message (``tokens``), ``tokensAfter`` = the effective context (``effectiveTokens``),
+        ``tokensSaved`` their difference (what the file's compactions saved)."""
+        before, after = int(result["tokens"]), int(result["effectiveTokens"])
+        return {"tokensBefore": before, "tokensAfter": after, "tokensSaved": before - after}
+
     def as_dict(self, report: Report) -> dict[str, Any]:
-        """``{"files", "failed", "events", "messages", "tokens", "effectiveTokens",
-        "findings", "errors"}``; failures come from ``report``."""
-        return {
-            "files": self.files,
-            "failed": len(report.failures),
-            **self.sums,
-            "findings": self.findings,
-            "errors": [{"path": p, "message": e.message} for p, e in report.failures],
-        }
+        """The shared totals (:meth:`Report.totals`: files by outcome, ``tokensBefore``,
+        ``tokensAfter``, ``tokensSaved``, ``errors``) and ``{"events", "messages", "tokens",
+        "effectiveTokens", "findings"}`` summed over the files."""
+        return {**report.totals(), **self.sums, "findings": self.findings}

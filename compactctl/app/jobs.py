@@ -283,7 +283,8 @@ def write_plan(
     - ``--dry-run`` / ``--check``: nothing is written.
 
     Returns:
-        ``report`` plus ``path``, ``format``, ``changed``, ``appended``, ``skipped``,
+        ``report`` plus ``path``, ``format``, ``changed``, ``appended`` (events written),
+        ``alreadyPresent`` (planned events the file already held: not written again),
         ``written`` (where the output went) and ``tornLine``; ``upToDate`` and ``output``
         when the ``-o`` target held these bytes already.
 
@@ -307,7 +308,7 @@ def _write(
         "format": session.format,
         "changed": bool(new),
         "appended": 0,
-        "skipped": 0,
+        "alreadyPresent": 0,
         "written": None,
         "tornLine": False,
     }
@@ -341,7 +342,7 @@ def _write(
         return result, 0
     done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
     result.update(
-        appended=done.written, skipped=done.skipped, written=path, tornLine=done.torn_line
+        appended=done.written, alreadyPresent=done.skipped, written=path, tornLine=done.torn_line
     )
     result["changed"] = done.written > 0
     return result, done.bytes_written
@@ -386,11 +387,18 @@ def run_record(
 
     ``result`` is the job's result (or its planned report plus ``path``).
     """
-    from compactctl.app.store import HistoryRow, RunRecord, SuccessRow, TiersRow
+    from compactctl.app.store import (
+        HistoryRow,
+        RunRecord,
+        SuccessRow,
+        TiersRow,
+        absolute,
+        store_key,
+    )
 
     now = time.time()
-    path = str(result["path"])
-    key = str(result.get("sessionKey") or path)
+    path = absolute(str(result["path"]))
+    key = store_key(str(result.get("sessionKey") or path), path)
     summary = result.get("summary")
     history = HistoryRow(
         session_key=key,
@@ -400,7 +408,7 @@ def run_record(
         dedup_groups=int(result.get("groups", 0) or 0),
         rules_applied=list(rules or []),
         tokens_before=int(result.get("tokensBefore", 0) or 0),
-        tokens_after=int(result.get("promptEstimate", result.get("tokensAfter", 0)) or 0),
+        tokens_after=int(result.get("tokensAfter", 0) or 0),
         duration_ms=int(result.get("durationMs", 0) or 0),
         outcome="applied",
         error=None,
@@ -412,14 +420,14 @@ def run_record(
     tier_row = None
     if tiers is not None:
         tier_row = TiersRow(
-            session_key=tiers.session_key,
+            session_key=store_key(tiers.session_key, path),
             path=path,
             summary_uuid=tiers.summary,
             tiers=dict(tiers.tier_texts),
             messages_before=tiers.messages,
             messages_summarized=int(tiers.replaces or 0),
             tokens_before=int(tiers.tokens_before or 0),
-            tokens_after=int(tiers.prompt_estimate or 0),
+            tokens_after=int(tiers.tokens_after or 0),
             at=now,
         )
     return RunRecord(history=history, success=done, tiers=tier_row)
@@ -447,7 +455,9 @@ def reconcile_store(store: Any, session: Session, out: OutputOptions) -> int:
     if store is None or not out.writes or not out.in_place(session.path):
         return 0
     present = {e.uuid for e in session.events if e.uuid is not None}
-    n = int(store.reconcile(session.meta.key, present, time.time()))
+    from compactctl.app.store import store_key
+
+    n = int(store.reconcile(store_key(session.meta.key, session.path), present, time.time()))
     if n:
         warnings.warn(
             CompactWarning(
@@ -551,14 +561,16 @@ def replanned(path: str, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any
 # --- the jobs -------------------------------------------------------------------------------
 
 
-def _compact_layer(options: Any, out: OutputOptions, store: Any) -> Any:
+def _compact_layer(options: Any, out: OutputOptions, store: Any, path: str) -> Any:
     """The :class:`~compactctl.layers.summary.CompactLayer` of a job: the store's 24-hour
     breaker, and on a dry run (``--dry-run``, ``--check``) the extractive summarizer in
     place of a model, which is never called (nor paid) then."""
     from compactctl.layers.summary import CompactLayer
 
     def breaker(key: str) -> bool:
-        return bool(store is not None and store.breaker_open(key, time.time()))
+        from compactctl.app.store import store_key
+
+        return bool(store is not None and store.breaker_open(store_key(key, path), time.time()))
 
     offline = None
     if not out.writes and options.model not in (None, "extractive"):
@@ -604,7 +616,9 @@ def _raise_failed(layer: Any, store: Any, key: str, path: str) -> None:
     if layer.failed is None:
         return
     if store is not None:
-        count = store.record_failure(key, path, time.time())
+        from compactctl.app.store import absolute, store_key
+
+        count = store.record_failure(store_key(key, path), absolute(path), time.time())
         layer.failed.message += f" (consecutive failures: {count})"
     raise layer.failed
 
@@ -631,7 +645,7 @@ def compact_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
         def attempt() -> dict[str, Any]:
             session, resumable = _compact_session(path, options, out)
             reconcile_store(store, session, out)
-            layer = _compact_layer(options, out, store)
+            layer = _compact_layer(options, out, store, path)
             plan = plan_live(lambda s: layer.plan(s, options), session)
             if layer.summarizer is not None:
                 plan.report.model_not_called = options.model
@@ -660,8 +674,8 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
         out: where to write (``--as native`` too).
 
     Returns:
-        ``{"sessionKey", "messages", "layers", "didCompress", "tokensBefore",
-        "promptEstimate", "released", "tokenizer", "contextWindow", "byLayer": [row, ...],
+        ``{"sessionKey", "messages", "layers", "tokensBefore", "tokensAfter", "tokensSaved",
+        "tokenizer", "contextWindow", "byLayer": [row, ...],
         "durationMs"}`` (each row :meth:`~compactctl.layers.onepass.LayerRow.to_json`), plus
         what :func:`write_plan` adds.
 
@@ -681,23 +695,22 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
         def attempt() -> dict[str, Any]:
             session, resumable = _compact_session(path, options.compact, out)
             reconcile_store(store, session, out)
-            layer = _compact_layer(options.compact, out, store)
+            layer = _compact_layer(options.compact, out, store, path)
             plan = plan_onepass(session, options, compact_layer=layer)
             _raise_failed(layer, store, session.meta.key, path)
             compacted = plan.reports.get("summary") or plan.reports.get("micro")
             rows = [row.to_json() for row in plan.rows]
             if compacted is not None and layer.summarizer is not None:
                 for row in rows:  # the compact layer's report: a dry run called no model
-                    if "didCompress" in row["report"]:
+                    if row["layer"] in {"micro", "summary"}:
                         row["report"]["modelNotCalled"] = options.compact.model
             report = {
                 "sessionKey": session.meta.key,
                 "messages": session.messages,
                 "layers": list(options.layers),
-                "didCompress": bool(plan.events),
                 "tokensBefore": plan.tokens_before,
-                "promptEstimate": plan.tokens_after,
-                "released": plan.tokens_before - plan.tokens_after,
+                "tokensAfter": plan.tokens_after,
+                "tokensSaved": plan.tokens_before - plan.tokens_after,
                 "tokenizer": session.counter.encoding_name,
                 "contextWindow": session.meta.context_window,
                 "byLayer": rows,
@@ -758,7 +771,7 @@ def write_resumable(
         "format": session.format,
         "changed": False,
         "appended": 0,
-        "skipped": 0,
+        "alreadyPresent": 0,
         "written": None,
         "tornLine": False,
         "resume": None,

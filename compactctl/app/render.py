@@ -128,12 +128,15 @@ def store_table(doc: dict[str, Any]) -> str:
         f"  tokens saved: {doc['tokensSaved']}",
         "",
     ]
+    if doc.get("paths"):
+        lines[1:1] = ["  only: " + ", ".join(doc["paths"])]
     per_day = doc.get("compactionsPerDay") or []
     if per_day:
+        keys = ("runs", "files", "changed", "failed", "skipped", "tokensSaved")
         lines.append(
             table(
-                ["day", "runs", "failed", "tokens saved"],
-                [[d["day"], d["runs"], d.get("failed", 0), d["tokensSaved"]] for d in per_day],
+                ["day", "runs", "files", "changed", "failed", "skipped", "tokens saved"],
+                [[d["day"], *(d.get(k, 0) for k in keys)] for d in per_day],
             ).rstrip("\n")
         )
     else:
@@ -149,3 +152,15 @@ def store_table(doc: dict[str, Any]) -> str:
             f"last {b['lastFailureAt']}"
         )
     return "\n".join(lines) + "\n"
+
+
+def runs_table(doc: dict[str, Any]) -> str:
+    """The human list of ``inspect --store --runs`` (the same rows as ``--json``)."""
+    rows = doc["runs"]
+    if not rows:
+        return f"{doc['db']}: no runs in the period\n"
+    keys = ("id", "startedAt", "command", "files", "changed", "unchanged", "failed", "skipped",
+            "tokensSaved", "exitCode")  # fmt: skip
+    head = ["run", "started", "command", "files", "changed", "unchanged", "failed", "skipped",
+            "tokens saved", "exit"]  # fmt: skip
+    return table(head, [[r[k] for k in keys] for r in rows], indent="")

@@ -10,8 +10,10 @@ results arrive; :func:`dump_json` prints one JSON value (``--list --json``, ``in
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,16 +23,51 @@ from compactctl.errors import EXIT_CHECK, EXIT_INPUT, EXIT_LOCKED, EXIT_OK, EXIT
 from compactctl.io.files import STDIN
 
 __all__ = [
+    "SCHEMA_VERSION",
     "SUMMARY_VERBS",
+    "TOKEN_KEYS",
     "JsonReport",
     "Report",
     "convert_line",
     "dump_json",
+    "capturing",
+    "error_entry",
+    "message",
     "print_list",
     "print_store_report",
     "report_line",
     "up_to_date_line",
 ]
+
+
+SCHEMA_VERSION = 1
+"""The version of the ``--json`` report schema (``docs/report.schema.json``): the
+``schemaVersion`` of every report document. Raise it when a key changes meaning or goes."""
+
+TOKEN_KEYS = ("tokensBefore", "tokensAfter", "tokensSaved")
+"""The token counts a file's entry may carry, summed in ``totals`` (docs/design.md section 4):
+the prompt estimate of the effective context before and after, and their difference."""
+
+
+def error_entry(error: CompactError) -> dict[str, Any]:
+    """The ``error`` of a failed file's entry: ``{"code", "exitCode", "message", "line"?}``.
+
+    ``code`` names the kind of error (the exception class without ``Error``, camelCase), the
+    exit code is the one the run ends with for it, ``line`` the 1-based input line when known.
+
+    >>> from compactctl.errors import InputError
+    >>> error_entry(InputError("bad JSON", line=3))
+    {'code': 'input', 'exitCode': 3, 'message': 'bad JSON', 'line': 3}
+    """
+    name = type(error).__name__.removesuffix("Error") or "compact"
+    entry: dict[str, Any] = {
+        "code": name[:1].lower() + name[1:],
+        "exitCode": error.exit_code,
+        "message": error.message,
+    }
+    if error.line is not None:
+        entry["line"] = error.line
+    return entry
 
 
 @dataclass
@@ -42,10 +79,20 @@ class Report:
         processed: files processed.
         failures: ``(path, error)`` for each file that could not be processed.
         changed: files that were (or, with --check/--dry-run, would be) changed.
-        skips: ``(path, reason)`` for each file skipped (met in a folder, it cannot be
-            changed in place: another agent's format, gzip); not a failure.
+        skips: ``(path, reason)`` for each input left alone on purpose (not a failure): met
+            in a folder, it cannot be changed in place (another agent's format, gzip).
         up_to_date: files whose ``-o`` output held the bytes already (not rewritten).
         left_out: files found but left out by the filters (``--since``, ``--glob``, ...).
+        tokens: the sums of :data:`TOKEN_KEYS` over the files that reported them (a key no
+            file reported stays out: ``totals`` gives ``None`` for it).
+        doc: the ``--json`` document each outcome is written to as it is recorded.
+        rows: with ``keep_rows``, one slim row per file (``path``, ``outcome``, the token
+            counts, ``written``, ``sessionKey``, a failure's ``error`` and ``code``, a skip's
+            ``reason``) for the ``--report`` page and the store's run log; memory is a few
+            dozen bytes per file.
+        outcome_ok: the ``outcome`` of a processed file that a read-only command
+            (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
+        command: the command the run is of (the ``--report`` page's title).
     """
 
     check: bool = False
@@ -55,22 +102,71 @@ class Report:
     skips: list[tuple[str, str]] = field(default_factory=list)
     up_to_date: int = 0
     left_out: int = 0
+    tokens: dict[str, int] = field(default_factory=dict)
+    doc: JsonReport | None = None
+    keep_rows: bool = False
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    outcome_ok: str | None = None
+    command: str = ""
 
-    def done(self, result: dict[str, Any], *, changed: bool = False) -> None:
-        """Record a processed file and whether it changed (or would change); a result
-        with ``upToDate`` counts as up to date."""
+    def done(
+        self,
+        result: dict[str, Any],
+        *,
+        changed: bool = False,
+        entry: dict[str, Any] | None = None,
+        tokens: dict[str, int] | None = None,
+    ) -> None:
+        """Record a processed file and whether it changed (or would change).
+
+        ``result`` gets its ``outcome`` (``changed``, ``unchanged``, or :attr:`outcome_ok`)
+        and its token counts (:data:`TOKEN_KEYS`, or ``tokens`` when given) are summed;
+        ``entry`` (default ``result``) is written to :attr:`doc`. A result with ``upToDate``
+        (an ``-o DIR/`` output that held these bytes already) counts as up to date."""
         self.processed += 1
         self.changed += int(changed)
         self.up_to_date += int(bool(result.get("upToDate")))
-
-    def skipped(self, path: str, reason: str) -> None:
-        """Record a file skipped for ``reason`` (a sentence: why, and how to process it);
-        it is neither processed nor failed, and leaves the exit code as it is."""
-        self.skips.append((path, reason))
+        outcome = self.outcome_ok or ("changed" if changed else "unchanged")
+        result["outcome"] = outcome
+        if entry is not None:
+            entry["outcome"] = outcome
+        if tokens is None:
+            tokens = {k: result[k] for k in TOKEN_KEYS if isinstance(result.get(k), int)}
+        counts = tokens
+        for key, value in counts.items():
+            self.tokens[key] = self.tokens.get(key, 0) + value
+        if self.keep_rows:
+            row = {"path": result.get("path", "?"), "outcome": outcome, **counts}
+            for key in ("written", "sessionKey"):
+                if result.get(key) is not None:
+                    row[key] = result[key]
+            if result.get("upToDate") and isinstance(result.get("output"), str):
+                row["written"] = result["output"]  # the run's output, already there
+            self.rows.append(row)
+        if self.doc is not None:
+            shown = result if entry is None else entry
+            head = {"path": shown["path"]} if "path" in shown else {}
+            self.doc.add({**head, "outcome": outcome, **shown})
 
     def failed(self, path: str, error: CompactError) -> None:
-        """Record a file that could not be processed; the run goes on."""
+        """Record a file that could not be processed; the run goes on. Its entry is
+        ``{"path", "outcome": "failed", "error": {...}}`` (:func:`error_entry`)."""
         self.failures.append((path, error))
+        if self.keep_rows:
+            code = error_entry(error)["code"]
+            self.rows.append({"path": path, "outcome": "failed", "error": error.message,
+                              "code": code})  # fmt: skip
+        if self.doc is not None:
+            self.doc.add({"path": path, "outcome": "failed", "error": error_entry(error)})
+
+    def skipped(self, path: str, reason: str) -> None:
+        """Record an input left alone on purpose (not a failure): its entry is
+        ``{"path", "outcome": "skipped", "reason"}``."""
+        self.skips.append((path, reason))
+        if self.keep_rows:
+            self.rows.append({"path": path, "outcome": "skipped", "reason": reason})
+        if self.doc is not None:
+            self.doc.add({"path": path, "outcome": "skipped", "reason": reason})
 
     @property
     def return_code(self) -> int:
@@ -88,21 +184,30 @@ class Report:
         return EXIT_OK
 
     def totals(self) -> dict[str, Any]:
-        """The ``totals`` of a transcript-changing command's ``--json`` document.
+        """The ``totals`` every ``--json`` document starts with: files by outcome, the
+        token counts summed over files (``None`` when no file of the run measures that
+        count, e.g. ``tokensBefore`` of ``rules``), and the failed files' errors.
 
-        >>> Report(processed=2, changed=1).totals()
-        {'files': 2, 'changed': 1, 'skipped': 0, 'failed': 0, 'errors': []}
+        >>> Report(processed=2, changed=1, tokens={"tokensSaved": 5}).totals()["tokensSaved"]
+        5
+        >>> sorted(Report().totals())  # doctest: +NORMALIZE_WHITESPACE
+        ['changed', 'errors', 'failed', 'files', 'skipped', 'tokensAfter', 'tokensBefore',
+         'tokensSaved', 'unchanged', 'upToDate']
         """
+        unchanged = self.processed - self.changed - self.up_to_date
         return {
-            "files": self.processed,
+            "files": self.processed + len(self.failures) + len(self.skips),
             "changed": self.changed,
-            "skipped": len(self.skips),
+            "unchanged": unchanged,
+            "upToDate": self.up_to_date,
             "failed": len(self.failures),
-            "errors": [{"path": p, "message": e.message} for p, e in self.failures],
+            "skipped": len(self.skips),
+            **{k: self.tokens.get(k) for k in TOKEN_KEYS},
+            "errors": [{"path": p, **error_entry(e)} for p, e in self.failures],
         }
 
     def summary(self, verb: str, rest: str = "unchanged") -> str:
-        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 failed.``
+        """One closing line, e.g. ``2 files compacted, 1 unchanged, 1 skipped, 1 failed.``
 
         >>> r = Report(); r.done({}, changed=True); r.done({}); r.summary("compacted")
         '1 file compacted, 1 unchanged.'
@@ -153,9 +258,13 @@ def print_list(json_out: bool, rows: list[dict[str, Any]], columns: dict[str, st
         sys.stdout.write(table(list(columns), cells, indent=""))
 
 
-def print_store_report(db: str | None, days: int, json_out: bool) -> int:
-    """``inspect --store``: print the cross-session report of the store at ``db`` (``None``:
-    ``$COMPACTCTL_DB`` or the XDG state folder) over ``days`` days; return the exit code.
+def print_store_report(
+    db: str | None, days: int, json_out: bool, paths: list[str] | None = None, *, runs: bool = False
+) -> int:
+    """``inspect --store [--runs] [PATHS]``: print the cross-session report of the store at
+    ``db`` (``None``: ``$COMPACTCTL_DB`` or the XDG state folder) over ``days`` days, or
+    with ``runs`` its list of runs; with ``paths``, only those files (or the files inside
+    those folders, made absolute as the store keeps them). Returns the exit code.
 
     A store that cannot be opened or read is reported on stderr (``compactctl: <error>``)
     and its error's exit code returned.
@@ -165,15 +274,20 @@ def print_store_report(db: str | None, days: int, json_out: bool) -> int:
     """
     import time
 
-    from compactctl.app.store import Store, resolve_db_path
+    from compactctl.app.store import Store, absolute, resolve_db_path
     from compactctl.errors import UsageError
 
+    where = [absolute(p) for p in paths or []]
     try:
         path = resolve_db_path(db)
-        doc = None
+        doc: Any = None
         if path.exists():
             with Store.open(path) as st:
-                doc = st.report(time.time(), days=days)
+                now = time.time()
+                if runs:
+                    doc = {"db": str(path), "runs": st.runs(now, days=days, paths=where)}
+                else:
+                    doc = st.report(now, days=days, paths=where)
     except CompactError as exc:
         sys.stderr.write(f"compactctl: {exc}".rstrip("\n") + "\n")
         return exc.exit_code
@@ -185,33 +299,41 @@ def print_store_report(db: str | None, days: int, json_out: bool) -> int:
     if json_out:
         dump_json(doc)
     else:
-        from compactctl.app.render import store_table
+        from compactctl.app.render import runs_table, store_table
 
-        sys.stdout.write(store_table(doc))
+        sys.stdout.write(runs_table(doc) if runs else store_table(doc))
     return EXIT_OK
 
 
 class JsonReport:
-    """The ``--json`` document ``{"files": [...], "totals": {...}}``, written as results
-    arrive, so a run over any number of files holds one result at a time.
+    """The ``--json`` document ``{"schemaVersion", "command", "files": [...], "totals": {...}}``
+    (docs/report.schema.json), written as results arrive, so a run over any number of files
+    holds one result at a time.
 
     The bytes equal ``orjson.dumps(doc, option=OPT_INDENT_2)`` of the whole document. It
     goes to stdout, or to stderr when stdout carries the transcript (stdin input, ``-o -``,
-    ``--materialize`` without ``-o``), so the data stays parseable. Nothing is written
-    before the first result (or the end), so a run that stops on a usage error leaves no
-    half document.
+    ``--materialize`` without ``-o``), so the data stays parseable. On stderr, the run's
+    messages cannot go beside it: failures are only in the document (their entries), and
+    warnings are collected (:data:`CAPTURE`) into its ``warnings`` list, so ``2>report.json``
+    holds one JSON document. Nothing is written before the first result (or the end), so a
+    run that stops on a usage error leaves no half document.
     """
 
-    def __init__(self, *, to_stderr: bool = False) -> None:
+    def __init__(self, *, to_stderr: bool = False, command: str = "") -> None:
         self.stream = sys.stderr if to_stderr else sys.stdout
+        self.to_stderr = to_stderr
+        self.command = command
         self.count = 0
         self.started = False
+        self.warnings: list[str] = []
+        self.pid = os.getpid()
 
     def _start(self) -> None:
         if not self.started:
             self.started = True
             self.stream.flush()
-            self.stream.buffer.write(b'{\n  "files": [')
+            head = b'{\n  "schemaVersion": %d,\n  "command": %s,\n  "files": ['
+            self.stream.buffer.write(head % (SCHEMA_VERSION, orjson.dumps(self.command)))
 
     def add(self, result: dict[str, Any]) -> None:
         """Write one file's result (input order is the caller's)."""
@@ -221,12 +343,46 @@ class JsonReport:
         self.count += 1
 
     def close(self, totals: dict[str, Any]) -> None:
-        """Write ``totals`` and end the document."""
+        """Write ``totals`` (and the captured ``warnings``, if any) and end the document."""
         self._start()
         body = orjson.dumps(totals, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
         end = b"\n  ]" if self.count else b"]"
-        self.stream.buffer.write(end + b',\n  "totals": ' + body + b"\n}\n")
+        self.stream.buffer.write(end + b',\n  "totals": ' + body)
+        if self.warnings:
+            listed = orjson.dumps(self.warnings, option=orjson.OPT_INDENT_2)
+            self.stream.buffer.write(b',\n  "warnings": ' + listed.replace(b"\n", b"\n  "))
+        self.stream.buffer.write(b"\n}\n")
         self.stream.flush()
+
+
+CAPTURE: JsonReport | None = None
+"""The ``--json`` document on stderr of the running command, if any (:func:`capturing`):
+messages that would go to stderr (warnings) are collected into it instead (:func:`message`)."""
+
+
+@contextlib.contextmanager
+def capturing(doc: JsonReport | None) -> Iterator[None]:
+    """While the block runs, :func:`message` adds warnings to ``doc`` when it is on stderr."""
+    global CAPTURE
+    before = CAPTURE
+    if doc is not None and doc.to_stderr:
+        CAPTURE = doc
+    try:
+        yield
+    finally:
+        CAPTURE = before
+
+
+def message(text: str) -> None:
+    """Print a message about the run on stderr, or, while a ``--json`` document is on stderr
+    (:data:`CAPTURE`), add it to the document's ``warnings`` (a failure's message is already
+    its entry's ``error``, so only warnings come here). A ``--jobs`` worker process cannot
+    reach the document: its warnings go to stderr (the stdin input that puts the document
+    there is read in the main process)."""
+    if CAPTURE is not None and CAPTURE.pid == os.getpid():
+        CAPTURE.warnings.append(text.removeprefix("compactctl: warning: ").rstrip("\n"))
+        return
+    sys.stderr.write(text.rstrip("\n") + "\n")
 
 
 # --- the line each transcript-changing command prints per file --------------------------------
@@ -286,7 +442,7 @@ def _compact_line(r: dict[str, Any]) -> str:
     est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
     return (
         f"{r['path']}: {_verb(r, 'appended', 'would append')} {' + '.join(parts)}; prompt "
-        f"estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} (-{r['released']})"
+        f"estimate {r['tokensBefore']} -> {r['tokensAfter']} tokens{est} (-{r['tokensSaved']})"
     )
 
 
@@ -294,10 +450,10 @@ def _layers_line(r: dict[str, Any]) -> str:
     """``compact --layers``: each layer's saving, then the prompt estimate of the pass.
 
     >>> print(_layers_line({"path": "s", "changed": True, "written": "s",
-    ...     "tokensBefore": 9, "promptEstimate": 5, "released": 4, "byLayer": [
-    ...     {"layer": "rules", "events": 1, "released": 1, "report": {}},
-    ...     {"layer": "dedup", "events": 0, "released": 0, "report": {}},
-    ...     {"layer": "summary", "events": 1, "released": 3, "report": {}}]}))
+    ...     "tokensBefore": 9, "tokensAfter": 5, "tokensSaved": 4, "byLayer": [
+    ...     {"layer": "rules", "events": 1, "tokensSaved": 1, "report": {}},
+    ...     {"layer": "dedup", "events": 0, "tokensSaved": 0, "report": {}},
+    ...     {"layer": "summary", "events": 1, "tokensSaved": 3, "report": {}}]}))
     s: appended rules -1, dedup unchanged, summary -3 tokens; prompt estimate 9 -> 5 tokens (-4)
     """
     if not r["changed"]:
@@ -307,14 +463,14 @@ def _layers_line(r: dict[str, Any]) -> str:
         )
         return _unchanged(r, why or "no layer")
     parts = [
-        f"{row['layer']} -{row['released']}" if row["events"] else f"{row['layer']} unchanged"
+        f"{row['layer']} -{row['tokensSaved']}" if row["events"] else f"{row['layer']} unchanged"
         for row in r["byLayer"]
     ]
     est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
     return (
         f"{r['path']}: {_verb(r, 'appended', 'would append')} {', '.join(parts)} tokens; "
-        f"prompt estimate {r['tokensBefore']} -> {r['promptEstimate']} tokens{est} "
-        f"(-{r['released']})"
+        f"prompt estimate {r['tokensBefore']} -> {r['tokensAfter']} tokens{est} "
+        f"(-{r['tokensSaved']})"
     )
 
 

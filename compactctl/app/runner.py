@@ -22,7 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from compactctl.app.config import Settings
-from compactctl.app.report import JsonReport, Report, report_line, up_to_date_line
+from compactctl.app.report import (
+    JsonReport,
+    Report,
+    capturing,
+    message,
+    report_line,
+    up_to_date_line,
+)
 from compactctl.app.terminal import progress, say, show
 from compactctl.errors import CompactError, NotAppendable, UsageError
 from compactctl.io.files import STDIN, Found, walk
@@ -67,6 +74,8 @@ class RunScope:
         filters: ``--since``, ``--until``, ``--older-than``, ``--glob``, ``--exclude``
             (:class:`~compactctl.io.filters.FileFilter`).
         skip: folders never searched for inputs (a ``-o DIR/`` inside the input tree).
+        keep_rows: keep a slim row per file (``--report PATH``: the page is written from
+            them after the run).
     """
 
     jobs: int | None = None
@@ -77,6 +86,7 @@ class RunScope:
     json_out: bool = False
     filters: FileFilter = field(default_factory=FileFilter)
     skip: tuple[str, ...] = ()
+    keep_rows: bool = False
 
 
 def discover_files(
@@ -96,12 +106,19 @@ def discover_files(
     found = walk(paths, documents=documents, filters=scope.filters, skip=scope.skip)
     for e in found.errors:
         if isinstance(e, NoTranscripts):
-            _err(f"compactctl: warning: {e}")
+            message(f"compactctl: warning: {e}")
         else:
-            report.failed(e.path or "?", e)
-            _err(f"compactctl: {e}")
+            _failed(report, e.path or "?", e)
     report.left_out += found.left_out
     return found.files
+
+
+def _failed(report: Report, path: str, error: CompactError) -> None:
+    """Record a failed file; say so on stderr unless the ``--json`` document is there (the
+    failure is its entry then, never loose text in the same stream)."""
+    report.failed(path, error)
+    if report.doc is None or not report.doc.to_stderr:
+        _err(f"compactctl: {error}")
 
 
 def _jobs(settings: Settings, flag: int | None, nfiles: int) -> int:
@@ -203,14 +220,13 @@ def run_files(
         if bar is not None:
             bar.update(1)
         if isinstance(outcome, NotAppendable) and path in walked:
+            # recorded on the report (its --json entry and run-log row), said on stderr
             reason = skip_reason(outcome, command)
             report.skipped(path, reason)
-            if not scope.quiet:
+            if not scope.quiet and (report.doc is None or not report.doc.to_stderr):
                 _err(f"{path}: skipped: {reason}")
-            yield {"path": path, "outcome": "skipped", "reason": reason}
         elif isinstance(outcome, CompactError):
-            report.failed(path, outcome)
-            _err(f"compactctl: {outcome}")
+            _failed(report, path, outcome)
         else:
             yield outcome
     if bar is not None:
@@ -319,9 +335,10 @@ def run_transform(
     ``line``) goes to stderr unless ``scope.quiet``; with ``scope.json_out`` its entry of the
     JSON document goes to stdout, or to stderr when ``out`` writes the transcript there
     (:func:`~compactctl.app.options.data_on_stdout`). No result is kept, so memory stays
-    flat however many files there are. ``warm``, ``warm_encoding``: modules to import while
-    a piped stdin is still empty, and the command's encoding (:func:`warm_while_waiting`).
-    A ``-o DIR/`` is never searched for inputs (``scope.skip`` gets it).
+    flat however many files there are (``scope.keep_rows``: but a slim row per file for the
+    ``--report`` page). ``warm``, ``warm_encoding``: modules to import while a piped stdin
+    is still empty, and the command's encoding (:func:`warm_while_waiting`). A ``-o DIR/``
+    is never searched for inputs (``scope.skip`` gets it).
 
     Returns:
         The run's report (its summary line and exit code are the caller's).
@@ -334,30 +351,64 @@ def run_transform(
     if out.output_dir is not None and not is_url(out.output_dir):
         scope = replace(scope, skip=(*scope.skip, out.output_dir))
     warm_while_waiting(paths, warm, warm_encoding)
-    report = Report(check=out.check)
-    doc = JsonReport(to_stderr=data_on_stdout(out, paths)) if scope.json_out else None
-    for result in run_files(
-        paths, worker, scope=scope, settings=settings, report=report, desc=command,
-        command=command,
-    ):  # fmt: skip
-        if result.get("outcome") == "skipped":
-            if doc is not None:
-                doc.add(result)
-            continue
-        report.done(result, changed=result["changed"])
-        if doc is not None:
-            doc.add(result)
-        elif not scope.quiet:
-            if result.get("upToDate"):
-                text = up_to_date_line(result)
-            else:
-                text = line(result) if line is not None else report_line(command, result)
-            if result.get("tornLine"):
-                text += " (its torn last line is kept; the new events start on a new line)"
-            _err(text)
+    import time
+
+    started = time.time()
+    logged = out.writes and out.db != "" and command != "convert"
+    to_stderr = data_on_stdout(out, paths)
+    doc = JsonReport(to_stderr=to_stderr, command=command) if scope.json_out else None
+    report = Report(check=out.check, doc=doc, keep_rows=scope.keep_rows or logged, command=command)
+    with capturing(doc):
+        for result in run_files(
+            paths, worker, scope=scope, settings=settings, report=report, desc=command,
+            command=command,
+        ):  # fmt: skip
+            report.done(result, changed=result["changed"])
+            if doc is None and not scope.quiet:
+                if result.get("upToDate"):
+                    text = up_to_date_line(result)
+                else:
+                    text = line(result) if line is not None else report_line(command, result)
+                if result.get("tornLine"):
+                    text += " (its torn last line is kept; the new events start on a new line)"
+                _err(text)
+        if logged:
+            log_run(report, out.db, started)
     if doc is not None:
         doc.close(report.totals())
     return report
+
+
+def log_run(report: Report, db: str | None, started: float) -> None:
+    """Record the run and every file it was given, whatever its outcome (the store's run
+    log, :meth:`~compactctl.app.store.Store.log_run`; paths absolute). The transcripts are
+    written already: a store that cannot be written is a warning, not a failure of the
+    run (the per-file history rows were written, or reported, by each job)."""
+    import time
+
+    from compactctl.app.store import FileRow, RunLog, Store, absolute, resolve_db_path
+
+    files = []
+    for row in report.rows:
+        written = row.get("written")
+        files.append(FileRow(
+            path=absolute(str(row["path"])),
+            output=None if written is None else absolute(str(written)),
+            session_key=row.get("sessionKey"),
+            outcome=row["outcome"],
+            tokens_before=row.get("tokensBefore"),
+            tokens_after=row.get("tokensAfter"),
+            tokens_saved=row.get("tokensSaved"),
+            error_code=row.get("code"),
+            message=row.get("error") or row.get("reason"),
+        ))  # fmt: skip
+    run = RunLog(command=report.command, cwd=os.getcwd(), started_at=started,
+                 finished_at=time.time(), exit_code=report.return_code, files=files)  # fmt: skip
+    try:
+        with Store.open(resolve_db_path(db)) as store:
+            store.log_run(run)
+    except CompactError as exc:
+        message(f"compactctl: warning: run log not written to the store: {exc}")
 
 
 def run_inspect(
@@ -374,18 +425,17 @@ def run_inspect(
     """
     from compactctl.app.inspect import InspectTotals
 
-    report = Report(check=check)
-    doc = JsonReport() if scope.json_out else None
+    doc = JsonReport(command="inspect") if scope.json_out else None
+    report = Report(check=check, doc=doc, keep_rows=scope.keep_rows, outcome_ok="ok",
+                    command="inspect")  # fmt: skip
     totals = InspectTotals()
     for result in run_files(
         paths, worker, scope=scope, settings=settings, report=report, desc="inspect", trim=False
     ):
         serious = [f for f in result["findings"] if f["kind"] not in {"blank", "bom"}]
-        report.done(result, changed=bool(serious))
-        if doc is not None:
-            doc.add(result)
-            totals.add(result)
-        else:
+        totals.add(result)
+        report.done(result, changed=bool(serious), tokens=totals.file_tokens(result))
+        if doc is None:
             from compactctl.app.render import inspect_table
 
             show(inspect_table(result, verbose=scope.verbose))
@@ -409,8 +459,7 @@ def run_effective(
             write_output(STDIN, effective_lines(f.path, tier=tier, fmt=fmt))
             report.done({"path": f.path})
         except CompactError as exc:
-            report.failed(f.path, exc)
-            _err(f"compactctl: {exc}")
+            _failed(report, f.path, exc)
     return report
 
 

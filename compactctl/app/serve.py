@@ -419,9 +419,29 @@ def create_app(config: ServeConfig) -> Any:
                 result = compact_path(str(path), options, out)
         except CompactError as exc:
             raise HTTPProblem(_status(exc), exc.message) from None
-        return _relative(result, index.root)
+        return _relative(context_service_keys(result), index.root)
 
     return app
+
+
+def context_service_keys(result: dict[str, Any]) -> dict[str, Any]:
+    """``compact --json``'s per-file entry with the three keys Coding Code's context service
+    answers first: ``didCompress`` (``changed``), ``released`` (``tokensSaved``) and
+    ``promptEstimate`` (``tokensAfter``). The CLI's report says the same in the shared
+    vocabulary (docs/report.schema.json); this API keeps the service's names, which its
+    clients read.
+
+    >>> sorted(context_service_keys({"changed": True, "tokensSaved": 5, "tokensAfter": 7}).items())
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('changed', True), ('didCompress', True), ('promptEstimate', 7), ('released', 5),
+     ('tokensAfter', 7), ('tokensSaved', 5)]
+    """
+    head = {
+        "didCompress": bool(result.get("changed")),
+        "released": result.get("tokensSaved", 0),
+        "promptEstimate": result.get("tokensAfter"),
+    }
+    return {**head, **result}
 
 
 def serve(config: ServeConfig, host: str, port: int, announce: Callable[[str], None]) -> None:

@@ -55,8 +55,11 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from compactctl.app.store_rows import (
+    FILE_OUTCOMES,
     OUTCOMES,
+    FileRow,
     HistoryRow,
+    RunLog,
     RunRecord,
     SuccessRow,
     TiersRow,
@@ -65,6 +68,7 @@ from compactctl.app.store_rows import (
     tier_texts,
     write_history,
     write_run,
+    write_run_log,
     write_success,
     write_tiers,
 )
@@ -73,17 +77,22 @@ from compactctl.errors import CompactWarning, InputError, LockTimeout, UsageErro
 __all__ = [
     "BREAKER_FAILURES",
     "BREAKER_SECONDS",
+    "FILE_OUTCOMES",
     "MIGRATIONS",
     "OUTCOMES",
     "SCHEMA_VERSION",
+    "FileRow",
     "HistoryRow",
     "PENDING_TTL_S",
+    "RunLog",
     "RunRecord",
     "Store",
     "SuccessRow",
     "TiersRow",
+    "absolute",
     "migrate",
     "resolve_db_path",
+    "store_key",
 ]
 
 T = TypeVar("T")
@@ -173,6 +182,51 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             created_at REAL NOT NULL
         );
         CREATE INDEX idx_pending_session ON pending_runs(session_key);
+        """,
+    ),
+    (
+        4,
+        "run_log",
+        # every run of a command that writes, and every file it was given, whatever became
+        # of it; the compaction_history rows of earlier versions are copied in as files of
+        # no run (run_id NULL; their output unknown, counted as in place, as before)
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            command TEXT NOT NULL,
+            cwd TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL NOT NULL,
+            exit_code INTEGER NOT NULL
+        );
+        CREATE TABLE run_files (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id INTEGER REFERENCES runs(id),
+            command TEXT NOT NULL,
+            path TEXT NOT NULL,
+            output TEXT,
+            session_key TEXT,
+            outcome TEXT NOT NULL
+                CHECK (outcome IN ('changed', 'unchanged', 'failed', 'skipped')),
+            tokens_before INTEGER,
+            tokens_after INTEGER,
+            tokens_saved INTEGER,
+            error_code TEXT,
+            message TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX idx_run_files_run ON run_files(run_id);
+        CREATE INDEX idx_run_files_path ON run_files(path, output);
+        CREATE INDEX idx_run_files_created_at ON run_files(created_at);
+        INSERT INTO run_files (run_id, command, path, output, session_key, outcome,
+            tokens_before, tokens_after, tokens_saved, message, created_at)
+        SELECT NULL, command, path, NULL, session_key,
+            CASE outcome WHEN 'applied' THEN 'changed' WHEN 'noop' THEN 'unchanged'
+                ELSE 'failed' END,
+            tokens_before, tokens_after,
+            CASE WHEN outcome = 'applied' THEN tokens_before - tokens_after ELSE 0 END,
+            error, created_at
+        FROM compaction_history ORDER BY id;
         """,
     ),
 ]
@@ -398,6 +452,57 @@ _TIERS_SQL: Final = (
     "FROM tiered_summaries WHERE session_key = ?"
 )
 """A session's ``tiered_summaries`` row, as :meth:`Store.get_tiers` reads it."""
+
+
+def absolute(path: str) -> str:
+    """``path`` as the store keeps it: absolute (symbolic links kept), ``-`` and URLs
+    (``s3://...``) as given.
+
+    >>> absolute("-"), absolute("s3://b/k.jsonl"), absolute("/a/../b.jsonl")
+    ('-', 's3://b/k.jsonl', '/b.jsonl')
+    """
+    if path == "-" or "://" in path:
+        return path
+    return os.path.abspath(path)
+
+
+def store_key(session_key: str, path: str) -> str:
+    """The key of a session in the store: its session key and its absolute path, so that
+    two files sharing a ``sessionId`` (a copy, a fork) keep their own state, history,
+    tiers and failure breaker. Standard input has no path: its session key alone.
+
+    >>> store_key("abc", "/s/a.jsonl"), store_key("abc", "-")
+    ('abc@/s/a.jsonl', 'abc')
+    """
+    where = absolute(path)
+    return session_key if where == "-" or where == session_key else f"{session_key}@{where}"
+
+
+def _under(columns: Sequence[str], paths: Sequence[str]) -> tuple[str, list[Any]]:
+    """An SQL condition (and its parameters): one of ``columns`` is one of ``paths``
+    (absolute) or inside one of them, a folder; ``("1", [])`` when there are none."""
+    if not paths:
+        return "1", []
+    terms: list[str] = []
+    params: list[Any] = []
+    for column in columns:
+        for p in paths:
+            terms.append(f"({column} = ? OR substr({column}, 1, ?) = ?)")
+            prefix = p.rstrip("/") + "/"
+            params += [p, len(prefix), prefix]
+    return "(" + " OR ".join(terms) + ")", params
+
+
+_COUNTED: Final = (
+    "f.outcome = 'changed' AND (f.output IS NULL OR f.output = f.path OR f.path = '-' "
+    "OR f.id = (SELECT MAX(g.id) FROM run_files g WHERE g.path = f.path "
+    "AND g.output = f.output AND g.outcome = 'changed' AND g.created_at >= ? "
+    "AND g.created_at <= ?))"
+)
+"""The files whose ``tokens_saved`` count toward the savings (parameters: the window's start
+and end): every change appended in place (each saves on top of the one before), and of the
+runs that wrote the same input to the same output (``-o``), only the newest: a re-run
+rewrites that output, it saves nothing more. Stdin has no identity: each run counts."""
 
 
 def _utc_midnight(seconds: float) -> float:
@@ -853,60 +958,131 @@ class Store:
 
         return self._write(body)
 
-    # -- the cross-session report -----------------------------------------------------------
+    # -- the run log --------------------------------------------------------------------
 
-    def report(self, now: float, days: int = 30) -> dict[str, Any]:
-        """The cross-session report of ``inspect --db``, from one consistent snapshot.
-
-        The window is the last ``days`` UTC calendar days, today included, up to ``now``.
-
-        Args:
-            now: the current time, unix seconds.
-            days: the window, in days (at least 1).
+    def log_run(self, run: RunLog) -> int:
+        """Record a run and every file it was given (any outcome), in one transaction.
 
         Returns:
-            ``{"db": path, "schemaVersion": int, "sessions": distinct session keys in any
-            table (all time), "compactionsPerDay": [{"day": "YYYY-MM-DD", "runs": all runs
-            that day, "failed": failed runs, "tokensSaved": sum of tokens_before -
-            tokens_after over applied runs}] (days with runs only, oldest first),
-            "tokensSaved": the window's total, "sessionsInBreaker": [{"sessionKey", "path",
-            "failures", "lastFailureAt" (RFC 3339)}] (newest failure first), "byCommand":
-            {command: runs in the window}}``.
+            The run's id.
+
+        Raises:
+            WriteError, LockTimeout: the database could not be written (nothing was).
+        """
+        return self._write(partial(write_run_log, run))
+
+    def runs(self, now: float, days: int = 30, paths: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The runs of the last ``days`` UTC days (newest first), each with its files'
+        outcomes counted; with ``paths`` (absolute), only runs that had one of them (or a
+        file inside one of those folders).
+
+        Returns:
+            ``[{"id", "command", "cwd", "startedAt", "finishedAt" (RFC 3339), "exitCode",
+            "files", "changed", "unchanged", "failed", "skipped", "tokensSaved" (of this
+            run's changed files, re-runs included)}]``.
 
         Raises:
             UsageError: ``days`` is less than 1.
             InputError, LockTimeout: the database could not be read.
         """
+        start = self._start(now, days)
+        where, params = _under(("x.path", "x.output"), paths)
+        sql = (
+            "SELECT r.id, r.command, r.cwd, r.started_at, r.finished_at, r.exit_code, "
+            "COUNT(f.id), "
+            + ", ".join(f"COALESCE(SUM(f.outcome = '{o}'), 0)" for o in FILE_OUTCOMES)
+            + ", COALESCE(SUM(CASE WHEN f.outcome = 'changed' THEN f.tokens_saved END), 0) "
+            "FROM runs r LEFT JOIN run_files f ON f.run_id = r.id "
+            "WHERE r.started_at >= ? AND r.started_at <= ? AND EXISTS (SELECT 1 FROM "
+            f"run_files x WHERE x.run_id = r.id AND {where}) "
+            "GROUP BY r.id ORDER BY r.id DESC"
+        )
+        keys = ("id", "command", "cwd", "startedAt", "finishedAt", "exitCode", "files",
+                "changed", "unchanged", "failed", "skipped", "tokensSaved")  # fmt: skip
+
+        def body(c: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = [dict(zip(keys, r, strict=True))
+                    for r in c.execute(sql, [start, now, *params])]  # fmt: skip
+            for r in rows:
+                r["startedAt"] = _rfc3339(r["startedAt"])
+                r["finishedAt"] = _rfc3339(r["finishedAt"])
+            return rows
+
+        return self._read(body)
+
+    @staticmethod
+    def _start(now: float, days: int) -> float:
         if days < 1:
             raise UsageError(f"--days must be at least 1, not {days}")
-        start = _utc_midnight(now) - (days - 1) * 86_400
+        return _utc_midnight(now) - (days - 1) * 86_400
+
+    # -- the cross-session report -----------------------------------------------------------
+
+    def report(self, now: float, days: int = 30, paths: Sequence[str] = ()) -> dict[str, Any]:
+        """The cross-session report of ``inspect --store``, from one consistent snapshot.
+
+        The window is the last ``days`` UTC calendar days, today included, up to ``now``.
+        Savings are counted once per output (:data:`_COUNTED`): a ``-o`` re-run of the same
+        input adds nothing.
+
+        Args:
+            now: the current time, unix seconds.
+            days: the window, in days (at least 1).
+            paths: only these files (absolute; as input or output), or the files inside
+                these folders.
+
+        Returns:
+            ``{"db": path, "schemaVersion": the database's, "sessions": distinct session
+            keys (all time; with ``paths``, of those files), "compactionsPerDay": [{"day":
+            "YYYY-MM-DD", "runs", "files", "changed", "failed", "skipped", "tokensSaved"}]
+            (days with runs only, oldest first), "tokensSaved": the window's total,
+            "sessionsInBreaker": [{"sessionKey", "path", "failures", "lastFailureAt" (RFC
+            3339)}] (newest failure first), "byCommand": {command: runs in the window}}``,
+            and ``"paths"`` when given.
+
+        Raises:
+            UsageError: ``days`` is less than 1.
+            InputError, LockTimeout: the database could not be read.
+        """
+        start = self._start(now, days)
+        where, params = _under(("f.path", "f.output"), paths)
+        window = [start, now, *params]
+        in_window = f"f.created_at >= ? AND f.created_at <= ? AND {where}"
+        run = "COALESCE(f.run_id, -f.id)"  # a copied history row: a run of its own
 
         def body(c: sqlite3.Connection) -> dict[str, Any]:
-            sessions = c.execute(
-                "SELECT COUNT(*) FROM (SELECT session_key FROM compaction_history "
-                "UNION SELECT session_key FROM compaction_state "
-                "UNION SELECT session_key FROM tiered_summaries)"
-            ).fetchone()[0]
+            if paths:
+                sessions = c.execute(
+                    "SELECT COUNT(DISTINCT COALESCE(f.session_key, f.path)) FROM run_files f "
+                    f"WHERE {where}",
+                    params,
+                ).fetchone()[0]
+            else:
+                sessions = c.execute(
+                    "SELECT COUNT(*) FROM (SELECT session_key FROM compaction_history "
+                    "UNION SELECT session_key FROM compaction_state "
+                    "UNION SELECT session_key FROM tiered_summaries)"
+                ).fetchone()[0]
             per_day = [
-                {"day": d, "runs": runs, "failed": failed, "tokensSaved": saved}
-                for d, runs, failed, saved in c.execute(
-                    "SELECT date(created_at, 'unixepoch') AS day, COUNT(*), "
-                    "SUM(outcome = 'failed'), "
-                    "SUM(CASE WHEN outcome = 'applied' THEN tokens_before - tokens_after "
-                    "ELSE 0 END) "
-                    "FROM compaction_history WHERE created_at >= ? AND created_at <= ? "
-                    "GROUP BY day ORDER BY day",
-                    (start, now),
+                {"day": d, "runs": runs, "files": files, "changed": changed, "failed": failed,
+                 "skipped": skipped, "tokensSaved": saved}
+                for d, runs, files, changed, failed, skipped, saved in c.execute(
+                    "SELECT date(f.created_at, 'unixepoch') AS day, "
+                    f"COUNT(DISTINCT {run}), COUNT(*), SUM(f.outcome = 'changed'), "
+                    "SUM(f.outcome = 'failed'), SUM(f.outcome = 'skipped'), "
+                    f"COALESCE(SUM(CASE WHEN {_COUNTED} THEN f.tokens_saved END), 0) "
+                    f"FROM run_files f WHERE {in_window} GROUP BY day ORDER BY day",
+                    [start, now, *window],
                 )
-            ]
-            by_command = {
-                cmd: runs
-                for cmd, runs in c.execute(
-                    "SELECT command, COUNT(*) FROM compaction_history "
-                    "WHERE created_at >= ? AND created_at <= ? GROUP BY command ORDER BY command",
-                    (start, now),
-                )
-            }
+            ]  # fmt: skip
+            by_command = dict(
+                c.execute(
+                    f"SELECT f.command, COUNT(DISTINCT {run}) FROM run_files f "
+                    f"WHERE {in_window} GROUP BY f.command ORDER BY f.command",
+                    window,
+                ).fetchall()
+            )
+            state_where, state_params = _under(("path",), paths)
             breaker = [
                 {
                     "sessionKey": key,
@@ -918,11 +1094,12 @@ class Store:
                     "SELECT session_key, path, consecutive_failures, last_failure_at "
                     "FROM compaction_state WHERE consecutive_failures >= ? "
                     "AND last_failure_at IS NOT NULL AND ? - last_failure_at < ? "
+                    f"AND {state_where} "
                     "ORDER BY last_failure_at DESC, session_key",
-                    (BREAKER_FAILURES, now, BREAKER_SECONDS),
+                    (BREAKER_FAILURES, now, BREAKER_SECONDS, *state_params),
                 )
             ]
-            return {
+            doc = {
                 "db": str(self.path),
                 "schemaVersion": _user_version(c),
                 "sessions": sessions,
@@ -931,6 +1108,9 @@ class Store:
                 "sessionsInBreaker": breaker,
                 "byCommand": by_command,
             }
+            if paths:
+                doc["paths"] = list(paths)
+            return doc
 
         return self._read(body)
 

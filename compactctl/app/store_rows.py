@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
+    "FILE_OUTCOMES",
     "OUTCOMES",
+    "FileRow",
     "HistoryRow",
+    "RunLog",
     "RunRecord",
     "SuccessRow",
     "TiersRow",
@@ -26,6 +29,7 @@ __all__ = [
     "finish_pending",
     "tier_texts",
     "write_history",
+    "write_run_log",
     "write_run",
     "write_success",
     "write_tiers",
@@ -33,6 +37,57 @@ __all__ = [
 
 #: The values of ``compaction_history.outcome``.
 OUTCOMES: Final = ("applied", "noop", "failed")
+
+#: The values of ``run_files.outcome``: a file's ``outcome`` in the ``--json`` report
+#: (docs/report.schema.json) of a command that writes.
+FILE_OUTCOMES: Final = ("changed", "unchanged", "failed", "skipped")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileRow:
+    """One file of a run, as recorded in ``run_files``.
+
+    Attributes:
+        path: the input, absolute (``-`` for stdin; a URL as given).
+        output: where the result went, absolute (the input itself when appended in place,
+            ``-`` for stdout), or ``None`` when nothing was written.
+        session_key: the session's key (``sessionKey`` of the report), when it was read.
+        outcome: one of :data:`FILE_OUTCOMES`.
+        tokens_before, tokens_after, tokens_saved: the report's counts, in tokens
+            (``None``: the command does not measure it).
+        error_code: the error's ``code`` (docs/report.schema.json) of a failed file.
+        message: the error of a failed file, or the reason of a skipped one.
+
+    Raises:
+        ValueError: ``outcome`` is not one of :data:`FILE_OUTCOMES` (a programming error).
+    """
+
+    path: str
+    output: str | None = None
+    session_key: str | None = None
+    outcome: str
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    tokens_saved: int | None = None
+    error_code: str | None = None
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.outcome not in FILE_OUTCOMES:
+            raise ValueError(f"outcome must be one of {FILE_OUTCOMES}, not {self.outcome!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunLog:
+    """One run of a command that writes, and every file it was given (``runs`` and
+    ``run_files``). Times are unix seconds (UTC); ``cwd`` is absolute."""
+
+    command: str
+    cwd: str
+    started_at: float
+    finished_at: float
+    exit_code: int
+    files: list[FileRow] = field(default_factory=list)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,6 +282,29 @@ def write_run(run: RunRecord, c: sqlite3.Connection) -> None:
         write_success(run.success, c)
     if run.tiers is not None:
         write_tiers(run.tiers, c)
+
+
+def write_run_log(run: RunLog, c: sqlite3.Connection) -> int:
+    """Inside a write transaction: the run's row and its files' rows; the run's id."""
+    cur = c.execute(
+        "INSERT INTO runs (command, cwd, started_at, finished_at, exit_code) "
+        "VALUES (?, ?, ?, ?, ?)",
+        (run.command, clean(run.cwd), run.started_at, run.finished_at, run.exit_code),
+    )
+    run_id = int(cur.lastrowid or 0)
+    c.executemany(
+        "INSERT INTO run_files (run_id, command, path, output, session_key, outcome, "
+        "tokens_before, tokens_after, tokens_saved, error_code, message, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, run.command, clean(f.path), None if f.output is None else clean(f.output),
+             None if f.session_key is None else clean(f.session_key), f.outcome,
+             f.tokens_before, f.tokens_after, f.tokens_saved, f.error_code,
+             None if f.message is None else clean(f.message), run.finished_at)
+            for f in run.files
+        ],
+    )  # fmt: skip
+    return run_id
 
 
 def finish_pending(pending_id: int, c: sqlite3.Connection) -> bool:

@@ -265,28 +265,30 @@ def run_eval(
     from compactctl.app.report import Report
     from compactctl.app.runner import run_files
 
-    report = Report(check=True)
     printer = _Printer(scope.json_out, scope.verbose)
+    report = Report(check=True, doc=printer.doc, outcome_ok="ok", keep_rows=scope.keep_rows,
+                    command="eval")  # fmt: skip
     outcomes = run_files(paths, worker, scope=scope, settings=settings, report=report,
                          desc="eval")  # fmt: skip
     for result in (outcome["result"] for outcome in outcomes):
-        report.done({"path": result.path}, changed=bool(result.below))
+        entry = result.to_json()
+        report.done(entry, changed=bool(result.below))
         if result.below and not scope.quiet:
             gates = "; ".join(result.below)
             sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
         printer.add(result)
-    printer.close(report.failures)
+    printer.close(report)
     return report
 
 
 class _Printer:
-    """Where each result goes: its table on stdout, or its entry of the ``--json`` document
-    (with the totals at the end)."""
+    """Where each result goes: its table on stdout, or (``doc``) the ``--json`` document,
+    whose entries the run's report writes; the totals at the end."""
 
     def __init__(self, json_out: bool, verbose: bool) -> None:
         from compactctl.app.report import JsonReport
 
-        self.doc = JsonReport() if json_out else None
+        self.doc = JsonReport(command="eval") if json_out else None
         self.totals = EvalTotals()
         self.verbose = verbose
 
@@ -295,12 +297,11 @@ class _Printer:
             sys.stdout.write(eval_table(result, verbose=self.verbose))
             sys.stdout.flush()
             return
-        self.doc.add(result.to_json())
         self.totals.add(result)
 
-    def close(self, failures: Sequence[tuple[str, Any]]) -> None:
+    def close(self, report: Any) -> None:
         if self.doc is not None:
-            self.doc.close(self.totals.to_json(failures))
+            self.doc.close({**report.totals(), **self.totals.to_json()})
 
 
 def check_gates(min_retention: float | None, minimums: Sequence[str]) -> tuple[Any, ...]:

@@ -3,12 +3,13 @@
 :class:`FileEval` is one transcript's result; :meth:`FileEval.to_json` is its entry of
 ``eval --json``, exactly this schema (a script may rely on it)::
 
-    {"path", "tokensBefore", "tokensAfter", "ratio",
+    {"path", "tokensBefore", "tokensAfter", "tokensSaved", "ratio",
      "probes": {"total", "kept", "retention",
                 "byKind": {KIND: {"total", "kept"}},
                 "lost": [{"kind", "text", "line"}]}}
 
-plus ``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare`` (nothing else).
+plus ``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare``, and the
+``"outcome"`` the run's report adds (docs/report.schema.json).
 ``byKind`` names every kind of :data:`~compactctl.evaluate.probes.KINDS`, in that order
 (zero where a session has none), so a script can rely on its keys. ``ratio`` is
 ``tokensAfter / tokensBefore`` (the share of the prompt left; 1.0 for an empty log),
@@ -20,7 +21,7 @@ plus ``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare`` (nothing 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,6 +152,7 @@ class FileEval:
             "path": self.path,
             "tokensBefore": self.tokens_before,
             "tokensAfter": self.tokens_after,
+            "tokensSaved": self.tokens_before - self.tokens_after,
             "ratio": self.ratio,
             "probes": probes,
         }
@@ -236,21 +238,16 @@ class EvalTotals:
             if score is not None:
                 self.judge.setdefault(dim, []).append(score)
 
-    def to_json(self, failures: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-        """``{"files", "failed", "tokensBefore", "tokensAfter", "ratio", "probes":
-        {"total", "kept", "retention", "byKind"}, "belowMin": [{"path", "gate"}], "errors":
-        [{"path", "message"}]}``, plus ``"judge": {DIMENSION: mean}`` after ``--judge``
-        (the mean over files of each file's mean score). ``failures``: the run's
-        ``(path, error)`` pairs."""
+    def to_json(self) -> dict[str, Any]:
+        """The eval part of the totals (after :meth:`compactctl.app.report.Report.totals`,
+        which has the files by outcome, the token counts and the errors): ``{"ratio",
+        "probes": {"total", "kept", "retention", "byKind"}, "belowMin": [{"path", "gate"}]}``,
+        plus ``"judge": {DIMENSION: mean}`` after ``--judge`` (the mean over files of each
+        file's mean score)."""
         doc: dict[str, Any] = {
-            "files": self.files,
-            "failed": len(failures),
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
             "ratio": share(self.tokens_after, self.tokens_before),
             "probes": self.counts.to_json(),
             "belowMin": self.below,
-            "errors": [{"path": p, "message": getattr(e, "message", str(e))} for p, e in failures],
         }
         if self.judge:
             doc["judge"] = {d: round(sum(v) / len(v), 2) for d, v in self.judge.items()}

@@ -17,7 +17,7 @@ import contextlib
 import uuid as uuidlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -129,8 +129,9 @@ class DedupReport(LayerReport):
     Attributes:
         candidates: messages compared. pairs: duplicate pairs (older, newer). groups:
         distinct newer messages kept. exact, near: pairs by kind. tokens_before,
-        tokens_after, tokens_saved: prompt tokens before and after the event (0 when there
-        are no duplicates).
+        tokens_after: the prompt tokens of the effective context before and after the event
+        (``None``, left out of JSON, when there are no duplicates: then nothing is counted).
+        tokens_saved: their difference (0 without duplicates).
     """
 
     candidates: int
@@ -138,8 +139,8 @@ class DedupReport(LayerReport):
     groups: int
     exact: int
     near: int
-    tokens_before: int = 0
-    tokens_after: int = 0
+    tokens_before: int | None = field(default=None, metadata={"omit_none": True})
+    tokens_after: int | None = field(default=None, metadata={"omit_none": True})
     tokens_saved: int = 0
 
     @property

@@ -131,13 +131,13 @@ class LayerRow:
     report: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"layer", "events", "tokensBefore", "tokensAfter", "released", "report"}``."""
+        """``{"layer", "events", "tokensBefore", "tokensAfter", "tokensSaved", "report"}``."""
         return {
             "layer": self.layer,
             "events": len(self.events),
             "tokensBefore": self.tokens_before,
             "tokensAfter": self.tokens_after,
-            "released": self.tokens_before - self.tokens_after,
+            "tokensSaved": self.tokens_before - self.tokens_after,
             "report": self.report,
         }
 

@@ -67,8 +67,8 @@ class CompactPlan:
 
     Attributes:
         events: the events to append (possibly empty).
-        report: the per-file report: ``didCompress``, ``released`` (tokens freed),
-            ``promptEstimate`` (tokens after), ``tokensBefore``, ``charsBefore``,
+        report: the per-file report: ``tokensBefore``, ``tokensAfter`` (the prompt
+            estimate before and after), ``tokensSaved`` (tokens freed), ``charsBefore``,
             ``charsAfter``, ``trigger``, ``micro`` and ``summary`` details, ``reason`` when
             nothing was done, ``sessionKey``.
         summary_failed: a summarizer error, when summarization was attempted and failed.
@@ -307,8 +307,13 @@ def _chunks(messages: list[dict[str, Any]], budget: int, counter: TokenCounter) 
 
 
 def _emit(enabled: bool, name: str, payload: Mapping[str, Any]) -> None:
+    """One ``--events`` line on stderr: ``{"event", "timestamp" (RFC 3339 UTC, when it was
+    printed), ...payload}``, camelCase keys as the ``--json`` report (docs/design.md)."""
     if enabled:
-        sys.stderr.buffer.write(orjson.dumps({"event": name, **payload}) + b"\n")
+        from compactctl.timeutil import now_rfc3339
+
+        line = {"event": name, "timestamp": now_rfc3339(), **payload}
+        sys.stderr.buffer.write(orjson.dumps(line) + b"\n")
         sys.stderr.flush()
 
 
@@ -350,9 +355,10 @@ class CompactReport(LayerReport):
 
     Attributes:
         path: the transcript. session_key: :func:`compactctl.session.session_key`.
-        messages: message events in the log. did_compress: events would be appended.
-        released: tokens the events save. prompt_estimate: tokens after them.
-        tokens_before: tokens before. chars_before, chars_after: payload chars.
+        messages: message events in the log. did_compress: events would be appended (not
+        in JSON: the jobs report it as ``changed``). tokens_before: the prompt estimate
+        before, tokens_after: after the events, tokens_saved: their difference (the report
+        vocabulary of docs/report.schema.json). chars_before, chars_after: payload chars.
         context_window: the session's window in tokens (``None``: unknown).
         tokenizer: the encoding name or ``estimate``. trigger: ``manual``, ``auto`` or
         ``reactive`` when something is appended. micro: ``{"uuid", "targets"}`` of the
@@ -366,10 +372,10 @@ class CompactReport(LayerReport):
     path: str
     session_key: str
     messages: int
-    did_compress: bool
-    released: int
-    prompt_estimate: int
+    did_compress: bool = field(metadata={"json": False})
     tokens_before: int
+    tokens_after: int
+    tokens_saved: int
     chars_before: int
     chars_after: int
     context_window: int | None
@@ -390,7 +396,7 @@ class CompactReport(LayerReport):
 
     @property
     def tokens_saved_count(self) -> int:
-        return self.released
+        return self.tokens_saved
 
 
 class CompactLayer:
@@ -455,15 +461,15 @@ def _plan_compact(
         session_key=session_key,
         messages=session.messages,
         did_compress=False,
-        released=0,
-        prompt_estimate=before,
         tokens_before=before,
+        tokens_after=before,
+        tokens_saved=0,
         chars_before=chars_before,
         chars_after=chars_before,
         context_window=window,
         tokenizer=counter.encoding_name,
     )
-    base = {"transcript_id": session_key, "transcript_path": path}
+    base = {"sessionKey": session_key, "path": path}
     new: list[Event] = []
     reasons: list[str] = []
 
@@ -510,7 +516,7 @@ def _plan_compact(
             # kept tail into a new one; found by tests/system/test_fuzz.py)
             reasons.append("nothing new since the newest summary: no message came after it")
         else:
-            _emit(opts.emit_events, "compact_start", {**base, "trigger_mode": trigger})
+            _emit(opts.emit_events, "compact_start", {**base, "triggerMode": trigger})
             try:
                 summary = _summarize(
                     log, work, view2, opts, trigger, summarizer, session_model, counter, now
@@ -520,7 +526,7 @@ def _plan_compact(
                 _emit(
                     opts.emit_events,
                     "compact_error",
-                    {**base, "trigger_mode": trigger, "error": str(exc)},
+                    {**base, "triggerMode": trigger, "error": str(exc)},
                 )
                 summary = None
                 new = []
@@ -565,8 +571,8 @@ def _plan_compact(
                 "messagesReplaced": len(e.replaces),
             }
     report.did_compress = bool(new)
-    report.released = before - after
-    report.prompt_estimate = after
+    report.tokens_saved = before - after
+    report.tokens_after = after
     report.chars_after = chars_after
     report.trigger = trigger if new else None
     report.reason = None if new else ("; ".join(reasons) or "nothing to do")
@@ -579,10 +585,13 @@ def _plan_compact(
             {
                 **base,
                 "applied": bool(new),
-                "before_chars": chars_before,
-                "after_chars": chars_after,
-                "saved_ratio": round(saved, 4),
-                "trigger_mode": trigger,
+                "triggerMode": trigger,
+                "tokensBefore": before,
+                "tokensAfter": after,
+                "tokensSaved": before - after,
+                "charsBefore": chars_before,
+                "charsAfter": chars_after,
+                "charsSavedRatio": round(saved, 4),
             },
         )
     return new, report, failed

@@ -754,8 +754,9 @@ class TiersReport(LayerReport):
         tiers: ``{L0|L1|L2: tokens}``. selected_tier: the tier replay shows.
         reason: why nothing is appended. session_key, tokenizer: the session's key and
         encoding. duration_ms: planning time in milliseconds. messages: message events in
-        the log. replaces, tokens_before, prompt_estimate: when an event is planned, the
-        uuids it replaces (count) and the prompt tokens before and after it.
+        the log. replaces, tokens_before, tokens_after, tokens_saved: when an event is
+        planned, the uuids it replaces (count), the prompt tokens before and after it and
+        their difference.
         tier_texts: the tier texts (for the store; not in JSON).
     """
 
@@ -769,7 +770,8 @@ class TiersReport(LayerReport):
     messages: int
     replaces: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
     tokens_before: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
-    prompt_estimate: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    tokens_after: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    tokens_saved: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
     tier_texts: dict[str, str] | None = internal(None)
 
     @property
@@ -778,9 +780,7 @@ class TiersReport(LayerReport):
 
     @property
     def tokens_saved_count(self) -> int:
-        if self.tokens_before is None or self.prompt_estimate is None:
-            return 0
-        return self.tokens_before - self.prompt_estimate
+        return self.tokens_saved or 0
 
 
 class TiersLayer(EventLayer):
@@ -828,6 +828,7 @@ class TiersLayer(EventLayer):
             return Plan([], report)
         report.replaces = len(event.replaces)
         report.tokens_before = session.prompt_estimate()
-        report.prompt_estimate = session.extended([event]).prompt_estimate()
+        report.tokens_after = session.extended([event]).prompt_estimate()
+        report.tokens_saved = report.tokens_before - report.tokens_after
         report.tier_texts = event.tiers
         return Plan([event], report)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import orjson
@@ -27,8 +28,8 @@ def test_compact_force_on_each_sample_keeps_probes(tmp_path: Path, name: str):
     assert r.returncode == 0, r.stderr.decode()
     doc = orjson.loads(r.stdout)
     (f,) = doc["files"]
-    assert f["didCompress"] is True and f["summary"]["model"] == "extractive"
-    assert f["released"] == f["tokensBefore"] - f["promptEstimate"] > 0
+    assert f["changed"] is True and f["summary"]["model"] == "extractive"
+    assert f["tokensSaved"] == f["tokensBefore"] - f["tokensAfter"] > 0
     data = path.read_bytes()
     assert data.startswith(original)  # nothing already in the file changed
     events = list(read(str(path)))
@@ -36,7 +37,7 @@ def test_compact_force_on_each_sample_keeps_probes(tmp_path: Path, name: str):
     assert len(summaries) == 1
     validate_sections(summaries[0].summary_text)
     assert summaries[0].data["triggerMode"] == "manual"
-    assert summaries[0].data["stats"]["tokensAfter"] == f["promptEstimate"]
+    assert summaries[0].data["stats"]["tokensAfter"] == f["tokensAfter"]
     view = replay(events)
     assert broken_blocks(view) == []
     text = context_text(view)
@@ -108,7 +109,14 @@ def test_events_on_stderr(tmp_path: Path):
     lines = [orjson.loads(x) for x in r.stderr.splitlines()]
     assert [x["event"] for x in lines] == ["compact_start", "compact_done"]
     done = lines[1]
-    assert done["applied"] is True and done["trigger_mode"] == "manual"
-    assert done["transcript_path"] == str(path)
-    assert done["transcript_id"] == "1027c4d1-c386-4bc4-8d61-3e30d8f16adf"
-    assert done["saved_ratio"] == round(1 - done["after_chars"] / done["before_chars"], 4)
+    assert done["applied"] is True and done["triggerMode"] == "manual"
+    assert done["path"] == str(path)
+    assert done["sessionKey"] == "1027c4d1-c386-4bc4-8d61-3e30d8f16adf"
+    assert done["charsSavedRatio"] == round(1 - done["charsAfter"] / done["charsBefore"], 4)
+    assert done["tokensSaved"] == done["tokensBefore"] - done["tokensAfter"] > 0
+    # every line is stamped with the UTC time it was printed (ISO 8601, Z)
+    for line in lines:
+        stamp = dt.datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+        assert stamp.utcoffset() == dt.timedelta(0)
+        assert abs((dt.datetime.now(dt.UTC) - stamp).total_seconds()) < 120
+    assert all(k == k[:1].lower() + k[1:] and "_" not in k for x in lines for k in x)

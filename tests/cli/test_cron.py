@@ -94,7 +94,9 @@ def test_skips_in_json_and_named_foreign_file_still_fails(tmp_path: Path) -> Non
         str(files[k]) for k in ("claude", "codex", "gz")
     )
     assert all(f["reason"].endswith("-o DIR/ (canonical JSONL)") for f in skipped)
-    assert doc["totals"]["skipped"] == 3 and doc["totals"]["files"] == 2
+    assert (
+        doc["totals"]["skipped"] == 3 and doc["totals"]["files"] == 5
+    )  # every file given, skipped ones too
     assert doc["totals"]["failed"] == 0
     # named on the command line, a foreign file is still refused (exit 3)
     r = run_cli("rules", "--no-store", str(files["claude"]), str(files["canonical"]), env=ENV)

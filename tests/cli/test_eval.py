@@ -31,10 +31,14 @@ def test_table_for_people(tmp_path: Path):
 def test_json_schema_exactly_as_the_issue_says(tmp_path: Path):
     code, doc = _json(str(nothing_to_report(tmp_path)), str(SAMPLES / "cjk-s3.canonical.jsonl"))
     assert code == 0
-    assert list(doc) == ["files", "totals"]
+    assert list(doc) == ["schemaVersion", "command", "files", "totals"]
+    assert (doc["schemaVersion"], doc["command"]) == (1, "eval")
     nothing, cjk = doc["files"]
     for f in doc["files"]:
-        assert list(f) == ["path", "tokensBefore", "tokensAfter", "ratio", "probes"]
+        assert list(f) == [
+            "path", "outcome", "tokensBefore", "tokensAfter", "tokensSaved", "ratio", "probes"
+        ]  # fmt: skip
+        assert f["tokensSaved"] == f["tokensBefore"] - f["tokensAfter"]
         assert list(f["probes"]) == ["total", "kept", "retention", "byKind", "lost"]
         assert list(f["probes"]["byKind"]) == list(KINDS)
         assert all(list(x) == ["kind", "text", "line"] for x in f["probes"]["lost"])

@@ -41,7 +41,7 @@ def test_compact_force_with_output_on_each_foreign_sample(tmp_path: Path, name: 
     r = run_cli("compact", "--force", "--json", "-o", str(out), str(src))
     assert r.returncode == 0, r.stderr.decode()
     (f,) = orjson.loads(r.stdout)["files"]
-    assert f["format"] == fmt and f["didCompress"] is True
+    assert f["format"] == fmt and f["changed"] is True
     assert src.read_bytes() == before  # a foreign file is never changed
     fmt_out, events = load(str(out))
     assert fmt_out == "canonical"

@@ -24,7 +24,7 @@ def test_200_old_screenshots_trigger_compaction_and_get_elided(tmp_path: Path):
     assert f["trigger"] == "auto" and f["micro"]["targets"] == 199
     after = orjson.loads(run_cli("inspect", "--json", str(path)).stdout)["files"][0]
     assert after["tokens"] == before["tokens"]
-    assert after["effectiveTokens"] == f["promptEstimate"] < before["tokens"] / 20
+    assert after["effectiveTokens"] == f["tokensAfter"] < before["tokens"] / 20
     r = run_cli("inspect", "--effective", str(path))
     assert r.stdout.count(b"[image: 1280x800 png, 1366 tokens, elided]") == 199
 

@@ -119,7 +119,10 @@ def test_bad_inputs_report_file_and_line(tmp_path: Path):
     assert by_name["bom.jsonl"]["messages"] == 1
     assert [(x["line"], x["kind"]) for x in by_name["torn.jsonl"]["findings"]] == [(1, "torn")]
     assert by_name["gz.jsonl.gz"]["messages"] == 1
-    assert "nul.jsonl" not in by_name  # no line is a JSON object: refused, named below
+    # no line is a JSON object: refused, its entry says so (and stderr, below)
+    assert by_name["nul.jsonl"]["outcome"] == "failed"
+    assert by_name["nul.jsonl"]["error"]["message"].startswith("not a JSON lines transcript")
+    assert by_name["missing.jsonl"]["error"]["message"] == "no such file or folder"
     stderr = err.decode()
     assert f"{tmp_path / 'missing.jsonl'}: no such file or folder" in stderr
     assert f"warning: {empty_dir}: folder has no *.jsonl or *.jsonl.gz transcripts" in stderr

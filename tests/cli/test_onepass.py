@@ -101,8 +101,8 @@ def test_one_pass_equals_the_commands_in_order(
     assert rows[0]["tokensBefore"] == result["tokensBefore"]
     for a, b in zip(rows, rows[1:], strict=False):
         assert a["tokensAfter"] == b["tokensBefore"]
-    assert rows[-1]["tokensAfter"] == result["promptEstimate"]
-    assert result["released"] == sum(row["released"] for row in rows) > 0
+    assert rows[-1]["tokensAfter"] == result["tokensAfter"]
+    assert result["tokensSaved"] == sum(row["tokensSaved"] for row in rows) > 0
 
 
 def test_foreign_format_through_o_and_stdin_equal_the_commands(tmp_path: Path) -> None:

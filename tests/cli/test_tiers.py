@@ -102,8 +102,13 @@ def test_every_changing_command_writes_history_and_inspect_store(tmp_path: Path)
     assert "whitespace" in orjson.loads(rows[0][3])
     r = run_cli("inspect", "--store", "--json", env=env)
     doc = orjson.loads(r.stdout)
-    assert doc["byCommand"] == {"compact": 1, "dedup": 1, "rules": 1, "tiers": 1}
-    assert doc["tokensSaved"] == sum(b - a for _, b, a, _ in rows)
+    # the run log has every run, the unchanged second dedup too
+    assert doc["byCommand"] == {"compact": 1, "dedup": 2, "rules": 1, "tiers": 1}
+    # rules reports its saving alone (no count of the whole context before and after)
+    with sqlite3.connect(db) as conn:
+        saved = conn.execute("select command, tokens_saved from run_files order by id").fetchall()
+    assert saved[0][0] == "rules" and saved[0][1] > 0 and saved[-1] == ("dedup", 0)
+    assert doc["tokensSaved"] == saved[0][1] + sum(b - a for _, b, a, _ in rows[1:])
     assert doc["sessionsInBreaker"] == []
     r = run_cli("inspect", "--db", str(db))
     assert r.returncode == 0 and b"runs by command: " in r.stdout

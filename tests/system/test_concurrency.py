@@ -137,7 +137,7 @@ def test_two_runs_at_once_append_each_event_once(tmp_path: Path, command: list[s
     results = [_finish(p) for p in procs]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
     reports = [orjson.loads(out)["files"][0] for _, out, _ in results]
-    appended = sorted((r["appended"], r["skipped"]) for r in reports)
+    appended = sorted((r["appended"], r["alreadyPresent"]) for r in reports)
     n = appended[1][0]
     assert n >= 1 and appended == [(0, n), (n, 0)]  # one wrote, the other waited and skipped
     data = path.read_bytes()
@@ -187,8 +187,10 @@ def test_lock_held_too_long_gives_exit_75(tmp_path: Path) -> None:
         )  # fmt: skip
         assert code == 75, err.decode()
         doc = orjson.loads(out)
-        assert [f["path"] for f in doc["files"]] == [str(other)]
-        assert doc["files"][0]["appended"] == 1
+        locked, done = doc["files"]  # in input order, the locked one failed
+        assert (locked["path"], locked["outcome"]) == (str(path), "failed")
+        assert (locked["error"]["code"], locked["error"]["exitCode"]) == ("lockTimeout", 75)
+        assert (done["path"], done["outcome"], done["appended"]) == (str(other), "changed", 1)
         assert [e["path"] for e in doc["totals"]["errors"]] == [str(path)]
         assert path.read_bytes() == SMALL
         assert time.monotonic() - started < 60

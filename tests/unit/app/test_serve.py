@@ -69,6 +69,8 @@ def test_compact_answers_as_the_context_service(root: Path) -> None:
     body = r.json()
     assert body["didCompress"] is True
     assert body["released"] == body["tokensBefore"] - body["promptEstimate"] > 0
+    # the service's names say what the CLI's shared vocabulary says
+    assert (body["released"], body["promptEstimate"]) == (body["tokensSaved"], body["tokensAfter"])
     assert body["path"] == "other/s2.jsonl"
     assert summaries(root / "other/s2.jsonl") == 1
     assert (root / "other/s2.jsonl").read_bytes().startswith(SMALL)  # appended only

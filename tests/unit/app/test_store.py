@@ -18,7 +18,9 @@ from compactctl.app.store import (
     BREAKER_SECONDS,
     MIGRATIONS,
     SCHEMA_VERSION,
+    FileRow,
     HistoryRow,
+    RunLog,
     Store,
     migrate,
     resolve_db_path,
@@ -103,7 +105,7 @@ def test_import_is_stdlib_only() -> None:
 def test_migrations_are_numbered_and_append_only() -> None:
     assert [m[0] for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
     assert len({m[1] for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert SCHEMA_VERSION == MIGRATIONS[-1][0] == 3
+    assert SCHEMA_VERSION == MIGRATIONS[-1][0] == 4
 
 
 def test_fresh_database_migrates_to_latest(tmp_path: Path) -> None:
@@ -111,7 +113,7 @@ def test_fresh_database_migrates_to_latest(tmp_path: Path) -> None:
     with Store.open(path) as s:
         assert s.schema_version == SCHEMA_VERSION
     conn = raw(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert {"tiered_summaries", "compaction_state", "compaction_history", "migrations"} <= tables
@@ -132,7 +134,13 @@ def test_fresh_database_migrates_to_latest(tmp_path: Path) -> None:
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "idx_history_created_at" in indexes
     rows = conn.execute("SELECT version, name FROM migrations ORDER BY version").fetchall()
-    assert rows == [(1, "initial"), (2, "history_outcome_error"), (3, "pending_runs")]
+    assert rows == [
+        (1, "initial"), (2, "history_outcome_error"), (3, "pending_runs"), (4, "run_log")
+    ]  # fmt: skip
+    assert columns(conn, "run_files") == [
+        "id", "run_id", "command", "path", "output", "session_key", "outcome",
+        "tokens_before", "tokens_after", "tokens_saved", "error_code", "message", "created_at",
+    ]  # fmt: skip
     conn.close()
 
 
@@ -141,7 +149,7 @@ def test_reopening_is_a_noop(tmp_path: Path) -> None:
     Store.open(path).close()
     Store.open(path).close()
     conn = raw(path)
-    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == 3
+    assert conn.execute("SELECT COUNT(*) FROM migrations").fetchone()[0] == 4
     conn.close()
 
 
@@ -197,6 +205,12 @@ def test_old_database_migrates_and_keeps_rows(tmp_path: Path, k: int) -> None:
             tiers = s.get_tiers("s1")
             assert tiers is not None
             assert tiers["tiers"] == {"L0": "zero", "L1": "one", "L2": "two"}
+            # the run log starts with the history of before (a file of no run, in place)
+            rows = s._conn.execute(  # noqa: SLF001 - the copied rows themselves
+                "SELECT run_id, command, path, output, outcome, tokens_saved FROM run_files"
+            ).fetchall()
+            assert rows == [(None, "rules", "a.jsonl", None, "changed", 300)]
+            assert s.report(NOW)["tokensSaved"] == 300
         else:
             assert s.history() == []
 
@@ -341,16 +355,44 @@ def test_history_and_report(tmp_path: Path) -> None:
         assert s.history(limit=2) == rows[-2:]
         assert s.history("s1")[0].rules_applied == ["emoji", "ws"]
 
+        # the report is the run log's: every run of a command that writes, every file
+        for log in _runs():
+            s.log_run(log)
         rep = s.report(NOW)
         assert rep == {
             "db": str(path),
-            "schemaVersion": 3,
+            "schemaVersion": 4,
             "sessions": 6,  # old, s1..s5
             "compactionsPerDay": [
-                {"day": "2025-05-14", "runs": 2, "failed": 0, "tokensSaved": 300},
-                {"day": "2025-05-15", "runs": 1, "failed": 1, "tokensSaved": 0},
-                {"day": "2025-05-16", "runs": 2, "failed": 0, "tokensSaved": 4000},
-            ],
+                {
+                    "day": "2025-05-14",
+                    "runs": 2,
+                    "files": 2,
+                    "changed": 2,
+                    "failed": 0,
+                    "skipped": 0,
+                    "tokensSaved": 300,
+                },
+                {
+                    "day": "2025-05-15",
+                    "runs": 1,
+                    "files": 2,
+                    "changed": 0,
+                    "failed": 1,
+                    "skipped": 1,
+                    "tokensSaved": 0,
+                },
+                # the -o re-run of the same input to the same output counts once
+                {
+                    "day": "2025-05-16",
+                    "runs": 2,
+                    "files": 2,
+                    "changed": 2,
+                    "failed": 0,
+                    "skipped": 0,
+                    "tokensSaved": 4000,
+                },
+            ],  # fmt: skip
             "tokensSaved": 4300,
             "sessionsInBreaker": [
                 {
@@ -360,20 +402,70 @@ def test_history_and_report(tmp_path: Path) -> None:
                     "lastFailureAt": "2025-05-16T09:00:02.000Z",
                 }
             ],
-            "byCommand": {"compact": 2, "dedup": 1, "rules": 2},
+            "byCommand": {"compact": 3, "dedup": 1, "rules": 1},
         }
 
         today = s.report(NOW, days=1)
-        assert today["compactionsPerDay"] == [
-            {"day": "2025-05-16", "runs": 2, "failed": 0, "tokensSaved": 4000}
-        ]
+        assert [d["day"] for d in today["compactionsPerDay"]] == ["2025-05-16"]
         assert today["tokensSaved"] == 4000
-        assert today["byCommand"] == {"compact": 1, "rules": 1}
+        assert today["byCommand"] == {"compact": 2}
+
+        # PATHS: the files themselves, or inside folders, as input or output
+        out = s.report(NOW, paths=["/out"])
+        assert (out["tokensSaved"], out["byCommand"], out["paths"]) == (
+            4000, {"compact": 2}, ["/out"]
+        )  # fmt: skip
+        assert s.report(NOW, paths=["/w/s1.jsonl"])["tokensSaved"] == 300
+        assert s.report(NOW, paths=["/w/s1"])["tokensSaved"] == 0  # a prefix is no folder
+
+        runs = s.runs(NOW)
+        assert [(r["id"], r["command"], r["exitCode"]) for r in runs] == [
+            (6, "compact", 0), (5, "compact", 0), (4, "compact", 3), (3, "dedup", 0),
+            (2, "rules", 0),
+        ]  # fmt: skip
+        assert runs[2] == {
+            "id": 4, "command": "compact", "cwd": "/w",
+            "startedAt": "2025-05-14T23:59:59.000Z", "finishedAt": "2025-05-15T00:00:00.000Z",
+            "exitCode": 3, "files": 2, "changed": 0, "unchanged": 0, "failed": 1, "skipped": 1,
+            "tokensSaved": 0,
+        }  # fmt: skip
+        assert runs[0]["tokensSaved"] == runs[1]["tokensSaved"] == 4000  # each run's own
+        assert [r["id"] for r in s.runs(NOW, paths=["/w/s1.jsonl"])] == [3, 2]
 
         # a day later the breaker has expired
         assert s.report(NOW + BREAKER_SECONDS)["sessionsInBreaker"] == []
         with pytest.raises(UsageError):
             s.report(NOW, days=0)
+        with pytest.raises(UsageError):
+            s.runs(NOW, days=0)
+
+
+def _runs() -> list[RunLog]:
+    """Seven runs, one file or two each (paths absolute, as the runner records them)."""
+
+    def run(command: str, when: str, *files: FileRow) -> RunLog:
+        end = utc(when)
+        return RunLog(command=command, cwd="/w", started_at=end - 1, finished_at=end,
+                      exit_code=3 if any(f.outcome == "failed" for f in files) else 0,
+                      files=list(files))  # fmt: skip
+
+    def changed(path: str, saved: int, output: str | None = None, **kw: int) -> FileRow:
+        return FileRow(path=path, output=output or path, session_key=path, outcome="changed",
+                       tokens_saved=saved, **kw)  # fmt: skip
+
+    return [
+        run("rules", "2025-04-01T10:00:00", changed("/w/old.jsonl", 50)),  # outside 30 days
+        run("rules", "2025-05-14T10:00:00", changed("/w/s1.jsonl", 200)),
+        run("dedup", "2025-05-14T23:59:59",
+            changed("/w/s1.jsonl", 100, tokens_before=800, tokens_after=700)),
+        run("compact", "2025-05-15T00:00:00",
+            FileRow(path="/w/s2.jsonl", outcome="failed", error_code="summarizer",
+                    message="model x: boom"),
+            FileRow(path="/w/x.jsonl.gz", outcome="skipped", message="gzip in place")),
+        run("compact", "2025-05-16T08:00:00", changed("/w/s2.jsonl", 4000, "/out/s2.jsonl")),
+        run("compact", "2025-05-16T08:30:00", changed("/w/s2.jsonl", 4000, "/out/s2.jsonl")),
+        run("rules", "2025-05-16T13:00:00", changed("/w/s3.jsonl", 800)),  # after `now`
+    ]  # fmt: skip
 
 
 def test_report_of_empty_database(tmp_path: Path) -> None:
@@ -423,7 +515,6 @@ def test_two_processes_write_at_once(tmp_path: Path) -> None:
         assert s.schema_version == SCHEMA_VERSION
         assert len(s.history()) == 2 * ROWS_PER_WRITER
         assert len(s.history("p1")) == len(s.history("p2")) == ROWS_PER_WRITER
-        assert s.report(NOW)["tokensSaved"] == 2 * ROWS_PER_WRITER
         for key in ("p1", "p2"):
             state = s.get_state(key)
             assert state is not None

@@ -51,9 +51,11 @@ def _rows(db: Path, table: str) -> int:
 
 
 def _session_key(path: Path) -> str:
+    """The session's key in the store: its session key and its absolute path."""
+    from compactctl.app.store import store_key
     from compactctl.session import Session
 
-    return Session.open(str(path)).meta.key
+    return store_key(Session.open(str(path)).meta.key, str(path))
 
 
 def test_a_store_failing_after_the_append_says_so_and_the_next_run_records_it(

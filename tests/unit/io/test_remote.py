@@ -62,7 +62,7 @@ def test_compact_from_and_to_object_storage(store: fsspec.AbstractFileSystem) ->
     assert out.output_dir == "memory://bucket/out/"
     for url in discover(paths)[0]:
         result = compact_path(url, CompactOptions(force=True), out)
-        assert result["didCompress"] and result["written"].startswith("memory://bucket/out/")
+        assert result["changed"] and result["written"].startswith("memory://bucket/out/")
     for name in ("a.jsonl", "b.jsonl"):
         data = store.cat(f"/bucket/out/{name}")
         assert data.startswith(SMALL)

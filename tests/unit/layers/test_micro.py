@@ -237,7 +237,7 @@ def test_200_old_screenshots_trigger_compaction_and_are_elided():
     view = replay(log + plan.events)
     assert _images(view) == ["t199", "u200", "t200"]
     after = prompt_tokens(view, counter)
-    assert report["promptEstimate"] == after < before / 20  # 280,735 -> 11,090 tokens
+    assert report["tokensAfter"] == after < before / 20  # 280,735 -> 11,090 tokens
     info = inspect_events(log + plan.events, path="shots.jsonl")
     assert info["tokens"] == prompt_tokens(replay(log), TokenCounter("cl100k_base"))
     assert info["effectiveTokens"] < info["tokens"] / 20

@@ -129,7 +129,7 @@ def _check_against_replay(log: list[Event], opts: CompactOptions, summarizer: An
     chars = [sum(len(message_payload(m.data)) for m in v) for v in (before_view, after_view)]
     report = plan.report
     assert report["tokensBefore"] == before and report["charsBefore"] == chars[0]
-    assert report["promptEstimate"] == after and report["charsAfter"] == chars[1]
+    assert report["tokensAfter"] == after and report["charsAfter"] == chars[1]
     for e in plan.events:
         if e.type == "summary":
             assert e.data["stats"]["tokensAfter"] == after

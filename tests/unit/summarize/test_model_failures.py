@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from compactctl.app.jobs import OutputOptions, compact_path
-from compactctl.app.store import Store
+from compactctl.app.store import Store, store_key
 from compactctl.cli import app
 from compactctl.errors import CompactWarning, SummarizerError
 from compactctl.io.files import read
@@ -140,10 +140,10 @@ def _out(tmp_path: Path) -> OutputOptions:
 
 
 def _failures(tmp_path: Path) -> int:
+    key = store_key(SESSION, str(tmp_path / "s.jsonl"))
     with Store.open(tmp_path / "state.db") as st:
         row = st._conn.execute(  # noqa: SLF001 - reading the state the breaker uses
-            "SELECT consecutive_failures FROM compaction_state WHERE session_key = ?",
-            (SESSION,),
+            "SELECT consecutive_failures FROM compaction_state WHERE session_key = ?", (key,)
         ).fetchone()
     return int(row[0]) if row else 0
 
@@ -299,6 +299,14 @@ def test_breaker_is_per_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             compact_path(str(a), auto, _out(tmp_path))
     with pytest.raises(SummarizerError, match=r"consecutive failures: 1\)"):
         compact_path(str(b), auto, _out(tmp_path))
+    # a copy of a (the same sessionId, another file) has a breaker of its own
+    copy = tmp_path / "copy" / "a.jsonl"
+    copy.parent.mkdir()
+    copy.write_bytes(SMALL)
+    with pytest.raises(SummarizerError, match=r"consecutive failures: 1\)"):
+        compact_path(str(copy), auto, _out(tmp_path))
+    result = compact_path(str(a), auto, _out(tmp_path))  # a's own breaker is still open
+    assert "3 consecutive summarization failures: paused for 24 hours" in result["reason"]
 
 
 def test_reactive_retry_once_per_run(
@@ -364,8 +372,15 @@ def test_cli_failure_exit_3_and_message(
     assert [e["event"] for e in events] == ["compact_start", "compact_error"]
     assert MODEL in events[1]["error"]
     doc = orjson.loads(r.stdout)
-    assert doc["files"] == [] and doc["totals"]["errors"][0]["path"] == str(transcript)
+    (entry,) = doc["files"]
+    assert (entry["path"], entry["outcome"]) == (str(transcript), "failed")
+    assert entry["error"]["code"] == "summarizer" and "slow down" in entry["error"]["message"]
+    assert doc["totals"]["errors"][0]["path"] == str(transcript)
     assert transcript.read_bytes() == SMALL
+    # the store's run log has the failed model call, with the absolute path
+    with Store.open(db) as st:
+        (run,) = st.runs(time.time())
+    assert (run["command"], run["files"], run["failed"], run["exitCode"]) == ("compact", 1, 1, 3)
     # the extractive default needs no model: the same run on another file is unaffected
     r = CliRunner().invoke(app, ["compact", "--force", "--db", db, str(other)])
     assert r.exit_code == 0 and other.read_bytes().startswith(SMALL) and other.read_bytes() != SMALL

@@ -1,0 +1,160 @@
+"""``--report PATH``: the Markdown summary (checked exactly, against a golden written by
+hand), the self-contained HTML page (its structure, and opened in a headless browser when
+one is installed), the extension that chooses them, and ``$GITHUB_STEP_SUMMARY``."""
+
+from __future__ import annotations
+
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import SAMPLES, run_cli
+
+S1 = SAMPLES / "small-s1.canonical.jsonl"
+
+CLAUDE_REFUSED = (
+    "is a claude-code transcript; compactctl never appends to another agent's file (nothing "
+    "was written). Pass -o FILE, -o DIR/ (many files) or -o - to write canonical JSONL with "
+    "the result"
+)
+
+# Checked by hand: small-s1 counts 7,320 tokens (--estimate) before `compact --force` and
+# 2,181 after (inspect --estimate says the same of the compacted file), so two copies sum to
+# 14,640 -> 4,362, saved 10,278; the Claude Code file is refused in place.
+GOLDEN_MD = f"""\
+### compactctl compact
+
+2 files compacted, 1 failed. Tokens 14,640 -> 4,362 (saved 10,278).
+
+| file | outcome | tokens before | tokens after | tokens saved |
+| --- | --- | ---: | ---: | ---: |
+| a.jsonl | changed | 7,320 | 2,181 | 5,139 |
+| b.jsonl | changed | 7,320 | 2,181 | 5,139 |
+| claude.jsonl | failed: {CLAUDE_REFUSED} | - | - | - |
+"""
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    for name in ("a", "b"):
+        shutil.copy(S1, tmp_path / f"{name}.jsonl")
+    shutil.copy(SAMPLES / "small-s1.claude-code.jsonl", tmp_path / "claude.jsonl")
+    return tmp_path
+
+
+def compact(tree: Path, report: str, env: dict[str, str] | None = None) -> None:
+    r = run_cli("compact", "--force", "--estimate", "--report", report,
+                "a.jsonl", "b.jsonl", "claude.jsonl", cwd=tree, env=env)  # fmt: skip
+    assert r.returncode == 3, r.stderr.decode()  # the Claude Code file fails in place
+    assert r.stdout == b""
+
+
+def test_markdown_report_is_exact(tree: Path) -> None:
+    compact(tree, "summary.md")
+    assert (tree / "summary.md").read_text() == GOLDEN_MD
+
+
+def test_step_summary_is_appended_to(tree: Path) -> None:
+    summary = tree / "step_summary.md"
+    summary.write_text("## earlier step output\n")
+    compact(tree, str(summary), env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert summary.read_text() == "## earlier step output\n" + GOLDEN_MD
+
+
+def test_unknown_extension_is_a_usage_error(tree: Path) -> None:
+    r = run_cli("rules", "--report", "out.txt", "a.jsonl", cwd=tree)
+    assert r.returncode == 2
+    said = b"--report out.txt: unknown report type '.txt'; the extension chooses it: .html, .md"
+    assert said in r.stderr
+    assert not (tree / "out.txt").exists()
+    assert (tree / "a.jsonl").read_bytes() == S1.read_bytes()  # refused before any file
+
+
+class _Page(HTMLParser):
+    """What the page holds: tags, attributes that could load something, rects, text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.loads: list[tuple[str, str, str]] = []
+        self.rects: list[dict[str, str | None]] = []
+        self.text: list[str] = []
+        self.rows = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in {"src", "href", "xlink:href", "srcset"} or (v and "url(" in v):
+                self.loads.append((tag, k, v or ""))
+        if tag == "rect":
+            self.rects.append(dict(attrs))
+        if tag == "tr":
+            self.rows += 1
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_html_report_is_self_contained(tree: Path) -> None:
+    compact(tree, "report.html")
+    source = (tree / "report.html").read_text()
+    page = _Page()
+    page.feed(source)
+    assert page.loads == [] and "script" not in page.tags and "link" not in page.tags
+    assert (
+        "@import" not in source
+        and "url(" not in source
+        and "http://" not in source.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+    assert page.tags.count("svg") == 1
+    text = " ".join(page.text)
+    assert "2 files compacted, 1 failed. Tokens 14,640 -> 4,362 (saved 10,278)." in text
+    # the chart: a legend swatch of each, then a bar before and a bar after per session
+    # (the refused file has no counts, so no bars), to one scale: 480 px for 7,320 tokens
+    assert [r["class"] for r in page.rects[:2]] == ["before", "after"]  # the legend
+    bars = page.rects[2:]
+    assert [r["class"] for r in bars] == ["bar before", "bar after"] * 2
+    assert [r["width"] for r in bars] == ["480", str(round(480 * 2181 / 7320))] * 2
+    assert page.rows == 4  # the header and a row per file
+    assert CLAUDE_REFUSED in text
+
+
+CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+
+
+def test_html_report_in_a_headless_browser(tree: Path) -> None:
+    """Opened in Chromium: the chart is drawn (bar widths as laid out), the totals and the
+    table are shown, and the page asked for nothing over the network."""
+    if CHROMIUM is None:
+        pytest.skip(
+            "no headless Chromium: apt-get install chromium-headless-shell (Debian) to run it"
+        )
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright not installed: pip install playwright"
+    )
+    compact(tree, "report.html")
+    requests: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto((tree / "report.html").resolve().as_uri())
+            assert page.title() == "compactctl compact"
+            totals = page.locator("#totals").inner_text()
+            widths = page.evaluate(
+                "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
+            )
+            cells = page.locator("#files tbody tr").all_inner_texts()
+        finally:
+            browser.close()
+    assert totals == "2 files compacted, 1 failed. Tokens 14,640 -> 4,362 (saved 10,278)."
+    assert widths == [12, 12] + [480, round(480 * 2181 / 7320)] * 2
+    assert [c.split("\t")[:2] for c in cells] == [
+        ["a.jsonl", "changed"],
+        ["b.jsonl", "changed"],
+        ["claude.jsonl", f"failed: {CLAUDE_REFUSED}"],
+    ]
+    assert requests == [(tree / "report.html").resolve().as_uri()]
