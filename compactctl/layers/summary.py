@@ -106,34 +106,30 @@ def make_summarizer(opts: CompactOptions, session_model: str | None) -> Summariz
 
 
 _CONSTRAINT = constraint_re(PINNED)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-
-
-def _standing(sentence: str) -> bool:
-    """A pin-worthy constraint: a pin word (``always``, ``only`` too) that
-    :func:`~compactctl.summarize.extractive.intent.states_constraint` reads as a standing
-    instruction, not a task (issue 15, point 2)."""
-    from compactctl.summarize.extractive.intent import states_constraint
-
-    return _CONSTRAINT.search(sentence) is not None and states_constraint(sentence)
 
 
 def user_constraints(texts: Iterable[str], limit: int = 20) -> list[str]:
     """Sentences of user messages that state a standing instruction ("do not...", "never",
-    "always...", "keep X as it is"), tasks left out ("add X and make sure Y").
+    "always...", "keep X as it is") with a pin word (``always``, ``only`` too), tasks and
+    prompts to go on left out ("add X and make sure Y", "keep going"): the constraints of
+    :func:`~compactctl.summarize.extractive.intent.constraint_sentences` (issue 15, point
+    2), so one that refers back ("Without the flag ...") comes with the sentence naming what
+    it is about, or not at all.
 
-    Each is kept verbatim (at most 300 chars), first occurrence first, at most ``limit``.
+    Each is kept verbatim (a sentence of at most 300 chars, with its context sentence of at
+    most ``CONTEXT_MAX``), first occurrence first, at most ``limit``.
 
     >>> user_constraints(["Fix it. Do not add new dependencies. Thanks!"])
     ['Do not add new dependencies.']
     """
+    from compactctl.summarize.extractive.intent import constraint_sentences
+
     out: list[str] = []
     seen: set[str] = set()
     for text in texts:
-        for sentence in _SENTENCE.split(text):
-            s = sentence.strip().lstrip("-*• ").strip()
-            if s and len(s) <= 300 and _standing(s) and s.lower() not in seen:
-                seen.add(s.lower())
+        for rule, s in constraint_sentences(text, _CONSTRAINT, pairs=True):
+            if len(rule) <= 300 and rule.lower() not in seen:  # a rule restated: once
+                seen.add(rule.lower())
                 out.append(s)
                 if len(out) >= limit:
                     return out
@@ -194,14 +190,16 @@ def select_span(
 
     keep_recent keeps the newest ``keep_recent`` messages, extended back so no tool block is
     split and so the newest turn is kept whole, unless that leaves nothing to summarize (one
-    long autonomous turn): then the turn's older tool blocks are summarized. With
+    long autonomous turn, its request pinned or summarized): then the turn's older tool
+    blocks are summarized. A turn whose request comes after an earlier summary was kept
+    whole by it and is not split (the same run twice summarizes nothing the second time). With
     ``keep_recent_tokens`` and ``size`` (a message's tokens), the tail is cut further to
     that many tokens (:func:`tail_start`: never a block split, never less than the newest
     block; the newest turn's request is then summarized, and stays in the summary as the
     latest request). full_replace takes every message but the newest tool block when one
     of its calls has no result yet (it is still running).
-    Pinned messages (system, the first user message, ``pinned: true``, pin patterns) and
-    the earlier summary are never in the span.
+    Pinned messages (system, the first user message, ``pinned: true``, pin patterns), the
+    earlier summary and a message whose uuid a kept message repeats are never in the span.
     """
     if strategy == "full_replace":
         start = len(view)
@@ -222,38 +220,47 @@ def select_span(
                 start = min(start, index[key])
         within_turn = start
         last_turn = max((m.turn or 0 for m in view if "summaryOf" not in m.data), default=0)
+        request = None  # where the newest turn's request is in the view
         for i, m in enumerate(view):
             if "summaryOf" not in m.data and (m.turn or 0) == last_turn and m.role == "user":
-                start = min(start, i)
+                start, request = min(start, i), i
                 break
         if keep_recent_tokens is not None and size is not None:
             by_tokens = tail_start(view, keep_recent_tokens, size)
             start, within_turn = max(start, by_tokens), max(within_turn, by_tokens)
-        span = [
-            m
-            for m in view[:start]
-            if "summaryOf" not in m.data and not _pinned(m, first_user, patterns)
-        ]
+        span = _span(view, start, first_user, patterns)
         if span or within_turn == start:
+            return span
+        if request is not None and any("summaryOf" in m.data for m in view[:request]):
+            # An earlier summary kept this turn whole (it summarized what came before): the
+            # turn stays whole, or the same run twice would summarize again what the first
+            # run kept (found by tests/system/test_fuzz.py). Only its token budget cuts it.
             return span
         # One long turn (an autonomous run): its older tool blocks are summarized, the
         # newest keep_recent messages kept, no block split (issue 15, point 6).
         start = within_turn
+    return _span(view, start, first_user, patterns)
+
+
+def _span(
+    view: View, start: int, first_user: str | None, patterns: Sequence[re.Pattern[str]]
+) -> list[Message]:
+    """The messages of ``view[:start]`` a summary may replace: not pinned, not an earlier
+    summary, and not sharing its uuid with a message that stays (a summary replaces by uuid:
+    it would take the kept one with it; a log can repeat a uuid)."""
+    stays = {m.uuid for m in view[start:] if m.uuid}
+    stays |= {
+        m.uuid
+        for m in view[:start]
+        if m.uuid and ("summaryOf" in m.data or _pinned(m, first_user, patterns))
+    }
     return [
         m
         for m in view[:start]
-        if "summaryOf" not in m.data and not _pinned(m, first_user, patterns)
+        if "summaryOf" not in m.data
+        and not _pinned(m, first_user, patterns)
+        and not (m.uuid and m.uuid in stays)
     ]
-
-
-def _summarized_last(log: Sequence[Event]) -> bool:
-    """Whether the newest summary event comes after the newest message in ``log``."""
-    for e in reversed(log):
-        if isinstance(e, Message):
-            return False
-        if isinstance(e, SummaryEvent):
-            return True
-    return False
 
 
 def _redact_result(result: SummaryResult) -> SummaryResult:
@@ -510,11 +517,6 @@ def _plan_compact(
             )
         elif breaker_open is not None and not manual and breaker_open(session_key):
             reasons.append("3 consecutive summarization failures: paused for 24 hours")
-        elif _summarized_last(log):
-            # the same run twice appends nothing the second time: the context is as the
-            # newest summary left it (a forced run would otherwise fold that summary's
-            # kept tail into a new one; found by tests/system/test_fuzz.py)
-            reasons.append("nothing new since the newest summary: no message came after it")
         else:
             _emit(opts.emit_events, "compact_start", {**base, "triggerMode": trigger})
             try:

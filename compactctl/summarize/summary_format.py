@@ -747,7 +747,10 @@ def truncate_at_bullet(
         candidates = [
             (sum(u.size for u in g.kept()), index)
             for index, g in enumerate(groups)
-            if index != analysis_group and len(g.kept()) > max(g.min_keep, 1) and droppable(g)
+            # a section keeps its first bullet besides those quoting a constraint
+            if index != analysis_group
+            and len(g.kept()) > max(g.min_keep, 1)
+            and len(droppable(g)) > (1 if protected & {id(u) for u in g.kept()} else 0)
         ]
         if not candidates:
             break

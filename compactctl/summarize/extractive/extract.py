@@ -10,6 +10,7 @@ the current work.
 from __future__ import annotations
 
 import builtins
+import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -18,8 +19,10 @@ from typing import Any
 from compactctl.summarize.extractive.failures import (
     error_lines,
     found_errors,
+    located_errors,
     pytest_counts,
     reported_exit_code,
+    traceback_frames,
 )
 from compactctl.summarize.extractive.intent import (
     CHECKBOX_RE,
@@ -27,13 +30,13 @@ from compactctl.summarize.extractive.intent import (
     NEXT_LABEL_RE,
     NEXT_RE,
     PENDING_RE,
+    constraint_sentences,
     constraint_text,
     decision_rank,
     injected_instructions,
     instruction_file,
     long_enough,
     spoken_by_user,
-    states_constraint,
 )
 from compactctl.summarize.extractive.ledger import (
     CommandEntry,
@@ -144,7 +147,38 @@ def _failure(
         exit_code=exit_code,
         command=command,
         tool_key=tool_key,
+        frames=traceback_frames(text),
     )
+
+
+_FIX_WORDS_RE = re.compile(
+    r"\b(?:fix\w*|caus\w*|because|bug\w*|errors?|fail\w*|broke\w*|wrong|missing|typo|"
+    r"traceback|exception|crash\w*|resolv\w*|workaround|the (?:problem|issue))\b"
+    r"|修复|修正|原因|因为|所以|导致|错误|报错|失败|问题",
+    re.IGNORECASE,
+)
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_NAME_RE = re.compile(r"[A-Za-z_]\w*")  # a traceback frame's function name
+
+
+def _about(error: ErrorEntry, text: str) -> bool:
+    """Whether ``text`` (what the assistant said after an error) speaks of it: it names a
+    cause or a fix ("because", "fix", "error" ...), or a word of 4 letters or more of its
+    error lines or failing tests."""
+    if _FIX_WORDS_RE.search(text):
+        return True
+    said = {w.strip("_").lower() for w in _WORD_RE.findall(text)}
+    named = _WORD_RE.findall(" ".join(error.lines + error.tests))
+    return any(w.strip("_").lower() in said for w in named)
+
+
+def _call_key(name: str, args: Mapping[str, Any]) -> str:
+    """What identifies a call of a tool that names no file: its name and its arguments
+    (a success of the same tool with other arguments fixes nothing)."""
+    try:
+        return name + " " + json.dumps(args, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return name + " " + repr(sorted(args.items(), key=lambda kv: str(kv[0])))
 
 
 class Extractor:
@@ -233,6 +267,7 @@ class Extractor:
             self.facts.stats.injected += 1
             return
         turn = message.get("turnId")
+        self.awaiting_followup = []  # what the assistant says next answers the user
         label = f"T{turn}" if isinstance(turn, int) else ""
         self.facts.user_messages.append((label, text))
         if not self.facts.primary:
@@ -245,16 +280,17 @@ class Extractor:
                 continue
             if DEFER_RE.search(sentence) and long_enough(sentence):
                 self.sentence_pending.append(sentence)
-            elif states_constraint(sentence):
-                self.facts.constraints.append(constraint_text(sentence))
+        self.facts.constraints.extend(constraint_text(c) for c in constraint_sentences(text))
 
     # -- assistant
 
     def _assistant(self, index: int, message: Mapping[str, Any]) -> None:
         text = text_of(message.get("content")).strip()
         if text:
+            followup = join_sentences(split_sentences(text)[:2])
             for error in self.awaiting_followup:
-                error.followup = join_sentences(split_sentences(text)[:2])
+                if _about(error, followup):  # never a next message on something else
+                    error.followup = followup
             self.awaiting_followup = []
         calls = tool_calls(message)
         edits: list[str] = []
@@ -319,7 +355,7 @@ class Extractor:
         self.facts.stats.tools[name] += 1
         kind = tool_kind(name)
         command = shell_command(args) if kind in ("shell", "other") else ""
-        summary = name
+        summary = key = name
         changed: list[str] = []
 
         progress = progress_items(args)  # Cline's focus chain rides on any tool call
@@ -354,6 +390,7 @@ class Extractor:
                 self._resolve(command=text)
         else:
             files = self._call_files(kind, args, result_text)
+            key = _call_key(name, args) if not files else ""
             for path, action in files:
                 self._instructions_read(path, action, result_text, failed or result is None)
                 self.facts.file(path).add(action + (" (failed)" if failed else ""))
@@ -362,9 +399,9 @@ class Extractor:
             if files and not failed:
                 self._code_changes(kind, args, files)
             if files:
-                summary = f"{name} {files[0][0]}"
+                summary = key = f"{name} {files[0][0]}"
             if not failed and result is not None:
-                self._resolve(tool_key=summary)
+                self._resolve(tool_key=key)
 
         self.last_turn_calls.append(summary)
         if result is None:
@@ -377,11 +414,11 @@ class Extractor:
                     result_text,
                     exit_code=code,
                     command=command_text(command) if kind == "shell" else "",
-                    tool_key="" if kind == "shell" else summary,
+                    tool_key="" if kind == "shell" else key,
                 )
             )
         elif kind not in ("read", "edit", "write", "patch", "plan"):
-            found = found_errors(result_text)
+            found = dedupe_exact(located_errors(result_text) + found_errors(result_text))
             if found:
                 source = backticked(command_text(command)) if kind == "shell" else summary
                 self._add_error(
@@ -389,7 +426,7 @@ class Extractor:
                         source=source,
                         lines=[ledger_line(x) for x in found],
                         found=True,
-                        resolved=True,
+                        frames=traceback_frames(result_text),
                     )
                 )
         return changed
@@ -476,11 +513,28 @@ class Extractor:
 
     def _add_error(self, error: ErrorEntry) -> None:
         fresh = [line for line in error.lines if line not in self.seen_error_lines]
+        if not error.found:  # an error line seen before failed again: open again
+            for line in error.lines:
+                earlier = self.seen_error_lines.get(line)
+                if earlier is not None:
+                    earlier.resolved = False
         if not fresh and error.lines:
             earlier = self.seen_error_lines[error.lines[0]]
-            if not error.found:
+            if not error.found and earlier.found:  # seen in a passing output, now a failure
+                earlier.found = False
+                earlier.source, earlier.command, earlier.tool_key = (
+                    error.source,
+                    error.command,
+                    error.tool_key,
+                )
+                earlier.exit_code, earlier.tests, earlier.counts = (
+                    error.exit_code,
+                    error.tests,
+                    error.counts,
+                )
+                self.awaiting_followup.append(earlier)
+            elif not error.found:
                 earlier.repeats += 1
-                earlier.resolved = False
             return
         error.lines = fresh
         for line in fresh:
@@ -489,6 +543,11 @@ class Extractor:
             self.concepts.add(test.split("::")[-1].split("[")[0], 2)
         for line in fresh:
             self.concepts.scan(line)
+        for frame in error.frames:  # a frame's function, or the code line under it
+            if _NAME_RE.fullmatch(frame):
+                self.concepts.add(frame)
+            else:
+                self.concepts.scan(frame)
         self.facts.errors.append(error)
         if not error.found:
             self.awaiting_followup.append(error)

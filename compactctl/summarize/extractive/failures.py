@@ -17,8 +17,10 @@ __all__ = [
     "ERROR_LINES_PER_RESULT",
     "error_lines",
     "found_errors",
+    "located_errors",
     "pytest_counts",
     "reported_exit_code",
+    "traceback_frames",
 ]
 
 #: At most this many distinct error lines are kept from one tool result.
@@ -103,6 +105,45 @@ _LOCATED_ERROR_RE = re.compile(
     r"^\S+?(?::\d+(?::\d+)?:?|\(\d+(?:,\d+)?\):?)(?:\s+-)?\s*(?:fatal )?error\b", re.IGNORECASE
 )
 _FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (?P<test>\S+::\S+|\S+\.py)(?: - (?P<msg>.*))?$")
+#: Other error lines that name a file and a line, kept verbatim wherever they are seen (issue
+#: 15 point 2): an error message located at the end (``Error: connection refused at
+#: scripts/deploy.sh:42``, Node's ``... at /app/a.js:10:5``); a test runner's located
+#: exception (pytest ``tests/test_a.py:12: AssertionError``); a shell's error in a script
+#: (bash ``./x.sh: line 42: rsync: command not found``, zsh ``x.sh:42: command not found:
+#: rsync``, dash ``./x.sh: 42: rsync: not found``); a failing Go test (``--- FAIL: TestX``).
+_SHAPED_ERROR_RE = re.compile(
+    "|".join(
+        (
+            r"^(?i:(?:\w+ ?)?(?:error|fatal|panic|exception)(?:\[\w+\])?[:!] "
+            r".*\bat \(?\S+?:\d+(?::\d+)?\)?)$",
+            r"^\S+?:\d+(?::\d+)?: (?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",
+            r"^\S+: line \d+: \S.*$",
+            r"^\S+?:\d+: (?i:command not found|no such file or directory|permission denied|"
+            r"parse error|bad substitution)\b",
+            r"^\S+: \d+: \S.*: (?:not found|Permission denied|Syntax error.*)$",
+            r"^--- FAIL: \S+",
+        )
+    )
+)
+#: A compiler's located message without the word "error" (Go: ``./main.go:12:2: undefined:
+#: pageSize``): an error line only in the output of a failed command.
+_LOCATED_MESSAGE_RE = re.compile(
+    r"^\S+?\.\w+:\d+(?::\d+)?: .*\b(?:undefined|undeclared|cannot|can't|not found|"
+    r"no such file|permission denied|unexpected|invalid|mismatch(?:ed)?|declared and not used|"
+    r"imported and not used)\b",
+    re.IGNORECASE,
+)
+
+
+def _shaped_error(line: str) -> bool:
+    """Whether ``line`` is an error line of :data:`_SHAPED_ERROR_RE` (a file and a line).
+
+    >>> _shaped_error("Error: connection refused at scripts/deploy.sh:42")
+    True
+    >>> _shaped_error("src/a.py:12:    raise ValueError(x)")
+    False
+    """
+    return _SHAPED_ERROR_RE.match(line) is not None
 
 
 def _exception_name(name: str) -> bool:
@@ -124,8 +165,9 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
 
     Kept, in order: pytest ``E   Exc: ...`` lines and any line that starts with an exception
     name (the final line of a traceback), ``error:``/``fatal:`` lines, compiler and type
-    checker lines ``file.py:N: error: ...`` (verbatim, issue 15 point 2), and log lines at
-    ERROR level; the message of ``FAILED test - msg`` lines only when nothing else was found;
+    checker lines ``file.py:N: error: ...`` (verbatim, issue 15 point 2), the other located
+    error shapes of :data:`_SHAPED_ERROR_RE` and :data:`_LOCATED_MESSAGE_RE`, and log lines
+    at ERROR level; the message of ``FAILED test - msg`` lines only when nothing else was found;
     at last the last non-empty line. At most :data:`ERROR_LINES_PER_RESULT` distinct lines.
     """
     lines: list[str] = []
@@ -148,6 +190,8 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
             (start and _exception_name(start.group("name")))
             or _ERROR_PREFIX_RE.match(line)
             or _LOCATED_ERROR_RE.match(line)
+            or _shaped_error(line)
+            or _LOCATED_MESSAGE_RE.match(line)
         ):
             lines.append(line)
         elif _LOG_LEVEL_RE.search(line):
@@ -174,11 +218,33 @@ _FOUND_ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent ca
 """Literals one of which a text must hold for :func:`found_errors` to find anything: every
 match of the case-sensitive :data:`_LOG_LEVEL_RE` is one of the first three, and a traceback
 starts with the last (a cheap ``in`` test skips the per-line scan of most outputs)."""
+_LOCATED_SHAPE_RE = re.compile(r":\d+\b|--- FAIL: ")
+"""What every line of :data:`_SHAPED_ERROR_RE` and :data:`_LOCATED_ERROR_RE` holds: a
+``:N`` line number (or Go's failure marker); the prefilter of :func:`located_errors`."""
+
+
+def located_errors(text: str) -> list[str]:
+    """Error lines that name a file and a line inside the output of a tool that did not
+    fail (issue 15 point 2): ``Error: ... at path:line``, a compiler's or type checker's
+    ``file.py:N: error: ...``, and the shell and test runner lines of
+    :data:`_SHAPED_ERROR_RE`; at most :data:`ERROR_LINES_PER_RESULT`.
+
+    >>> located_errors("Deploying...\\nError: connection refused at scripts/deploy.sh:42\\nok")
+    ['Error: connection refused at scripts/deploy.sh:42']
+    """
+    if _LOCATED_SHAPE_RE.search(text) is None:
+        return []
+    found = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if _shaped_error(line) or _LOCATED_ERROR_RE.match(line):
+            found.append(line)
+    return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
 
 
 def found_errors(text: str) -> list[str]:
     """Error lines inside the output of a tool that did not fail: ``ERROR``/``FATAL``
-    log lines, and the final line of a Python traceback.
+    log lines, and the final line of a Python traceback (see also :func:`located_errors`).
 
     >>> found_errors("10:... ERROR quillpad.storage LeaseExpired: lease 8525 expired")
     ['LeaseExpired: lease 8525 expired']
@@ -205,3 +271,37 @@ def found_errors(text: str) -> list[str]:
                     found.append(after.strip())
                     break
     return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
+
+
+_FRAME_RE = re.compile(
+    r'^\s*File "(?P<file>[^"\n]+)", line \d+, in (?P<func>[^\s<>]+|<[^>\n]*>)\s*$'
+)
+_LIBRARY_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d|^<frozen ")
+
+
+def traceback_frames(text: str) -> list[str]:
+    """The function names and source lines of a Python traceback's frames in ``text``:
+    from each ``File "...", line N, in func`` its ``func`` (not ``<module>`` nor a dunder
+    name) and the indented code line under it, in order (issue 15: identifiers seen in
+    errors). Frames of installed libraries (``site-packages``, the standard library) are
+    not the project's code and are skipped.
+
+    >>> traceback_frames('Traceback (most recent call last):\\n  File "a.py", line 3, in run'
+    ...                  '\\n    MetricCache(size).load()\\nValueError: bad')
+    ['run', 'MetricCache(size).load()']
+    """
+    if 'File "' not in text:
+        return []
+    out: list[str] = []
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        frame = _FRAME_RE.match(line)
+        if frame is None or _LIBRARY_RE.search(frame.group("file")):
+            continue
+        func = frame.group("func")
+        if not func.startswith("<") and not (func.startswith("__") and func.endswith("__")):
+            out.append(func)
+        code = lines[index + 1] if index + 1 < len(lines) else ""
+        if code.startswith(" ") and not _FRAME_RE.match(code) and code.strip():
+            out.append(code.strip())
+    return out

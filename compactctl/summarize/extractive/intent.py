@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from compactctl.summarize.extractive.prose import (
     LEDGER_LINE_MAX,
@@ -37,11 +37,14 @@ __all__ = [
     "NEXT_LABEL_RE",
     "NEXT_RE",
     "PENDING_RE",
+    "CONTEXT_MAX",
     "clear_caches",
+    "constraint_sentences",
     "constraint_text",
     "decision_rank",
     "long_enough",
     "NOT_SPOKEN_PREFIXES",
+    "refers_back",
     "sentence_flags",
     "shorten_user",
     "spoken_by_user",
@@ -201,6 +204,23 @@ _TASK_START_RE = re.compile(
 )
 
 
+#: An enumeration label in front of a sentence ("Step 3:", "2.", "(a)"): not part of a rule.
+_ENUM_LABEL_RE = re.compile(
+    r"^(?:(?:step|phase|part|stage|task|item)\s*\d+[a-z]?\s*[:.)-]?|\d+[.)]|\([a-z0-9]\))\s*",
+    re.IGNORECASE,
+)
+#: A prompt to go on with the work ("keep going", "continue", "Step 3: carry on"): a turn of
+#: the conversation, never a standing rule (issue 15: a new user found "Step 3: keep going"
+#: listed as a constraint).
+_PROGRESS_RE = re.compile(
+    r"^(?:(?:ok(?:ay)?|yes|good|great|thanks|please|so|now|and|then|just)\b[,!.\s]*)*"
+    r"(?:continue|keep (?:going|at it|on|working|it up|trying|pushing)|carry on|go on|"
+    r"go ahead|proceed|resume|move on|press on)\b|^(?:继续|接着)",
+    re.IGNORECASE,
+)
+_RULE_WORD_RE = re.compile(r"\b(?:always|must)\b|必须|始终|一律", re.IGNORECASE)
+
+
 def states_constraint(sentence: str) -> bool:
     """Whether a sentence states a standing user instruction (issue 15, point 2): a rule
     for the whole session, never a task.
@@ -210,7 +230,9 @@ def states_constraint(sentence: str) -> bool:
     - another constraint word (:func:`compactctl.text.constraint_re`: "must", "keep",
       "make sure" ...) makes one unless the sentence opens with a task verb ("Add a record
       ... and make sure validation rejects it" is a task);
-    - nothing deferred ("not now", "later") is a constraint.
+    - nothing deferred ("not now", "later") is a constraint, nor a prompt to go on
+      ("Step 3: keep going", "continue without stopping") without a prohibition, "always"
+      or "must" in it.
 
     >>> states_constraint("Do not add deps."), states_constraint("Do not do it now, later.")
     (True, False)
@@ -220,13 +242,106 @@ def states_constraint(sentence: str) -> bool:
     True
     >>> states_constraint("Without the flag the output must stay exactly as it is today.")
     True
+    >>> states_constraint("Step 3: keep going."), states_constraint("Keep going, never ask.")
+    (False, True)
     """
     if DEFER_RE.search(sentence) is not None:
         return False
     body = _LABEL_PREFIX_RE.sub("", sentence.strip().lstrip("-*• ")).strip()
-    if _NEGATIVE_RE.search(body) is not None or _STANDING_START_RE.match(body) is not None:
+    body = _ENUM_LABEL_RE.sub("", body).strip()
+    negative = _NEGATIVE_RE.search(body) is not None
+    if _PROGRESS_RE.match(body) and not negative and _RULE_WORD_RE.search(body) is None:
+        return False
+    if negative or _STANDING_START_RE.match(body) is not None:
         return True
     return _CONSTRAINT_RE.search(body) is not None and _TASK_START_RE.match(body) is None
+
+
+#: A reference back to something named before the sentence: "the flag", "this option",
+#: "these files", or a pronoun as the thing ruled on ("It must ...", "never touch it").
+_REFERS_BACK_RE = re.compile(
+    r"\b(?:the|this|that|these|those|such)\s+(?:new\s+)?(?:flag|option|switch|setting|"
+    r"parameter|argument|file|function|method|class|module|field|column|command|endpoint|"
+    r"test|change|fix|feature|script|variable|check|rule|tool|one)s?\b"
+    r"|^(?:it|this|that|these|those|they|them)\b"
+    r"|\b(?:touch|change|modify|remove|delete|rename|move|revert|edit|keep|leave)\s+"
+    r"(?:it|them|this|that|these|those)\b(?! (?:is|are|was|were)\b)",
+    re.IGNORECASE,
+)
+#: What names a thing in a sentence: code in backticks, an option, a path, a file or
+#: dotted module name, a snake_case or CamelCase identifier.
+_NAMES_RE = re.compile(
+    r"`[^`]+`|(?<![\w-])--?[A-Za-z][\w-]+|\S+/\S*|\b\w+(?:\.[A-Za-z_]\w*)+\b"
+    r"|\b[A-Za-z]+_\w+|\b[A-Z][a-z0-9]+[A-Z]\w*"
+)
+
+
+def refers_back(sentence: str) -> bool:
+    """Whether ``sentence`` rules on something it does not name itself ("Without the flag
+    the output must stay as it is"): it then needs the sentence before it.
+
+    >>> refers_back("Without the flag the output must stay exactly as it is today.")
+    True
+    >>> refers_back("Without the `--dry-run` flag nothing is written."), refers_back(
+    ...     "Keep src/legacy.py as it is.")
+    (False, False)
+    """
+    return _REFERS_BACK_RE.search(sentence) is not None and _NAMES_RE.search(sentence) is None
+
+
+#: The longest sentence a constraint brings along to name what it refers to, in characters.
+CONTEXT_MAX = 300
+
+
+@overload
+def constraint_sentences(
+    text: str, words: re.Pattern[str] | None = ..., pairs: Literal[False] = ...
+) -> list[str]: ...
+@overload
+def constraint_sentences(
+    text: str, words: re.Pattern[str] | None, pairs: Literal[True]
+) -> list[tuple[str, str]]: ...
+def constraint_sentences(
+    text: str, words: re.Pattern[str] | None = None, pairs: bool = False
+) -> list[str] | list[tuple[str, str]]:
+    """The constraints a user message states, in order, each as it is to be listed: a
+    sentence for which :func:`states_constraint` holds (and ``words`` matches, when given),
+    verbatim; one that :func:`refers_back` comes with the sentence before it, which names
+    what it is about ("Add a `--since-days` option. Without the flag the output must stay as
+    it is."); with no such sentence (the first of its message, a question, or one longer
+    than :data:`CONTEXT_MAX`) it is not listed at all, rather than stated with the wrong
+    meaning (issue 15: a summary states no fact the transcript does not support).
+    ``pairs=True`` gives ``(the constraint sentence alone, as listed)`` pairs.
+
+    >>> constraint_sentences("Add a `--json` flag. Without the flag the output must stay.")
+    ['Add a `--json` flag. Without the flag the output must stay.']
+    >>> constraint_sentences("Without the flag the output must stay. Do not add deps.")
+    ['Do not add deps.']
+    """
+    sentences, flags = sentence_flags(text)
+    out = []
+    for index, (sentence, listed) in enumerate(zip(sentences, flags, strict=True)):
+        if not listed or (words is not None and words.search(sentence) is None):
+            continue
+        whole = sentence
+        if refers_back(sentence):
+            whole = join_sentences([sentences[index - 1], sentence])
+        out.append((sentence, whole))
+    if pairs:
+        return out
+    return [whole for _, whole in out]
+
+
+def _listed(sentences: tuple[str, ...], index: int) -> bool:
+    """Whether the sentence at ``index`` is a constraint that can be listed: it states one,
+    is no question, and names what it rules on or follows a sentence that does."""
+    sentence = sentences[index]
+    if sentence.endswith(("?", "？")) or not states_constraint(sentence):
+        return False
+    if not refers_back(sentence):
+        return True
+    before = sentences[index - 1] if index > 0 else ""
+    return bool(before) and not before.endswith(("?", "？")) and len(before) <= CONTEXT_MAX
 
 
 def long_enough(sentence: str) -> bool:
@@ -273,9 +388,10 @@ def constraint_text(sentence: str) -> str:
 
 def shorten_user(text: str, head: int, constraints: bool = True) -> str:
     """A user message for the summary, whole sentences in their order: the opening sentences
-    up to ``head`` characters, every constraint sentence in full, and the last sentence;
-    ``…`` marks what was left out. ``head`` 0 keeps constraint sentences only (or the first
-    60 characters when there are none). ``constraints=False`` leaves constraint sentences
+    up to ``head`` characters, every constraint sentence in full (with the sentence before it
+    when it :func:`refers_back` to it), and the last sentence; ``…`` marks what was left
+    out. ``head`` 0 keeps constraint sentences only (or the first 60 characters when there
+    are none). ``constraints=False`` leaves constraint sentences
     out (they are listed on their own).
 
     >>> shorten_user("Fix the pager. " + "It is slow. " * 30 + "Do not add deps. Thanks!", 30)
@@ -292,6 +408,8 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
         if is_constraint and not constraints:
             continue
         last = index == len(sentences) - 1
+        if constraints and not last and flags[index + 1] and refers_back(sentences[index + 1]):
+            is_constraint = True  # it names what the constraint after it is about
         if is_constraint or (budget > 0 and (used + len(sentence) <= budget or last)):
             piece = sentence if is_constraint else clip(sentence, max(budget, 80))
         elif budget > 0 and used == 0:
@@ -311,15 +429,17 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
 
 @functools.cache
 def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """The sentences of ``text`` and whether each states a constraint, cached: rendering
-    shortens every user message once per level of detail tried (up to 15 times).
+    """The sentences of ``text`` and whether each is a constraint to list (it states one,
+    is no question, and names what it rules on or follows a sentence that does; see
+    :func:`constraint_sentences`), cached: rendering shortens every user message once per
+    level of detail tried (up to 15 times).
 
     Unbounded, and emptied after each summary request (:func:`clear_caches`): an LRU of
     1,024 entries missed every time on a session of more user messages, rendered in order
     again at each level (the 32 MB bench session: 98k constraint checks instead of 6.6k);
     it holds the request's own user texts, alive while it is summarized anyway."""
     found = tuple(split_sentences(text))
-    return found, tuple(states_constraint(s) for s in found)
+    return found, tuple(_listed(found, i) for i in range(len(found)))
 
 
 def clear_caches() -> None:

@@ -116,6 +116,9 @@ class ErrorEntry:
     repeats: int = 1
     followup: str = ""
     raw: str = ""
+    frames: list[str] = field(default_factory=list)
+    """The function names and code lines of its traceback's frames (identifiers seen in
+    errors; :func:`~compactctl.summarize.extractive.failures.traceback_frames`)."""
 
     def ledger(self) -> str:
         """The ledger line: source, exit code, repeats, error lines, failing tests, counts,

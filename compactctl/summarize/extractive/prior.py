@@ -40,6 +40,7 @@ from compactctl.summarize.extractive.render import (
     NONE_BULLET,
     RAN_OK_PREFIX,
     READ_ONLY_PREFIX,
+    SEEN_PREFIX,
     read_instruction_bullet,
 )
 from compactctl.summarize.extractive.tools import resolves
@@ -136,16 +137,19 @@ def _prior_command(facts: Facts, line: str) -> bool:
 
 
 def _prior_error(line: str, resolved: bool | None = None) -> ErrorEntry:
+    """An error bullet read back: resolved only when it says so (``; resolved later``, or
+    ``resolved`` given); a line seen in a passing output is neither failed nor fixed."""
     text = line.split(" → then: ")[0]
     source = _ERROR_SOURCE_RE.match(text)
+    found = text.startswith("seen in the output of")
     if resolved is None:
-        resolved = not text.endswith("; unresolved")
+        resolved = text.endswith("; resolved later")
     return ErrorEntry(
         source="",
         lines=[],
         raw=text,
-        resolved=resolved,
-        found=text.startswith("seen in the output of"),
+        resolved=resolved and not found,
+        found=found,
         command=source.group("cmd") if source else "",
     )
 
@@ -168,6 +172,9 @@ def _facts_from_sections(text: str) -> Facts:
         if item.startswith(FIXED_PREFIX):
             for line, _ in _listed(item.removeprefix(FIXED_PREFIX)):
                 facts.errors.append(ErrorEntry(source="", lines=[], raw=line, resolved=True))
+        elif item.startswith(SEEN_PREFIX):
+            for line, _ in _listed(item.removeprefix(SEEN_PREFIX)):
+                facts.errors.append(ErrorEntry(source="", lines=[], raw=line, found=True))
         elif item != NONE_BULLET:
             facts.errors.append(_prior_error(item))
     for item in parsed.get("Problem Solving", []):
@@ -214,7 +221,7 @@ def _facts_from_task_state(state: Mapping[str, Any]) -> Facts:
             facts.primary.append(first)
     for item in strings("progress"):
         if item.startswith(("fixed: ", "found: ")):
-            facts.errors.append(_prior_error(item.split(": ", 1)[1], resolved=True))
+            facts.errors.append(_prior_error(item.split(": ", 1)[1], item.startswith("fixed")))
         else:
             facts.done.append(item)
     facts.pending = strings("open_items")
@@ -307,6 +314,7 @@ def merge(prior: Facts, new: Facts) -> Facts:
     for error in prior.errors:
         if (
             not error.resolved
+            and not error.found
             and error.command
             and any(
                 resolves(text, error.command)

@@ -59,6 +59,7 @@ __all__ = [
     "INSTRUCTIONS_PREFIX",
     "LATEST_PREFIX",
     "NONE_BULLET",
+    "SEEN_PREFIX",
     "instruction_bullets",
     "latest_line",
     "read_instruction_bullet",
@@ -244,13 +245,17 @@ READ_ONLY_PREFIX = "read only: "
 RAN_OK_PREFIX = "also ran, never failed: "
 #: The prefix of the one bullet that stands for errors fixed later (compressed).
 FIXED_PREFIX = "fixed later: "
+#: The prefix of the one bullet that stands for the error lines seen in the outputs of
+#: tools that did not fail (compressed): neither failures nor fixed.
+SEEN_PREFIX = "seen in passing outputs: "
 
 LEDGER_STEPS = (
     "in full (each later step also lists fewer user messages: 20, 12, 8, 4)",
     "a resolved error (or one seen in a passing output) in one line: its first error line",
     "the files only read in one bullet",
     "the commands that never failed in one bullet",
-    "resolved errors in one bullet: their first error lines, without sources",
+    "resolved errors in one bullet, error lines seen in passing outputs in another: their "
+    "first error lines, without sources",
     "the one-bullet lists cut to their newest 30 items",
 )
 """The compression of the ledger, in the order it is applied once no level of
@@ -301,15 +306,21 @@ def _error_bullets(facts: Facts, detail: _Detail) -> list[str]:
         return [e.bullet(detail.followup_cap) for e in facts.errors]
     out: list[str] = []
     fixed: list[str] = []
+    seen: list[str] = []
     for error in facts.errors:
         if not error.resolved and not error.found:
             out.append(error.bullet(detail.followup_cap))
         elif detail.ledger < 4:
             out.append(error.short())
-        else:
+        else:  # an error seen in a passing output was never fixed: listed on its own
             first = error.lines[0] if error.lines else error.raw
-            fixed.append(backticked(clip(first, 200)))
-    return out + _listed(FIXED_PREFIX, dedupe_exact(fixed), detail.ledger >= 5)
+            (seen if error.found else fixed).append(backticked(clip(first, 200)))
+    cap = detail.ledger >= 5
+    return (
+        out
+        + _listed(FIXED_PREFIX, dedupe_exact(fixed), cap)
+        + _listed(SEEN_PREFIX, dedupe_exact(seen), cap)
+    )
 
 
 def _ordered_files(facts: Facts) -> list[FileEntry]:
@@ -603,7 +614,10 @@ def _display(facts: Facts, state: TaskState, cap: int, constraint_cap: int) -> d
         "in_progress": in_progress,
         "decisions": decisions or ["no decisions recorded"],
         "code_changes": changes or ["no files changed"],
-        "constraints": clip_all(state["user_constraints"], constraint_cap)
+        # a constraint is never cut ("... must stay exactly as it is…" is another rule);
+        # an instruction file's text is (it says so), and the state keeps it whole
+        "constraints": [one_line(c) for c in facts.constraints if c.strip()]
+        + clip_all(instruction_bullets(facts), constraint_cap)
         or ["no user constraints stated"],
     }
     return {name: sections[name] for name in DISPLAY_SECTIONS}

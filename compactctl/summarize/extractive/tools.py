@@ -478,33 +478,107 @@ def command_text(command: str) -> str:
     return head + (f" (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
 
 
-def _runner(command: str) -> tuple[str, frozenset[str]]:
-    """(program, positional arguments) used to decide whether a success resolves a failure."""
-    tokens = next(iter(_simple_commands(command)), [])
-    tokens = _without_wrappers(tokens)
+#: Simple commands that only set the scene of the one that runs (``cd /repo && pytest``):
+#: never the program a failure or a success is about.
+_SETUP_COMMANDS = frozenset(
+    {"cd", "pushd", "popd", "source", ".", "export", "set", "unset", "true", ":", "echo"}
+)
+#: Interpreters: what they run (the script, ``-c CODE``, ``-e CODE``) is part of the command.
+_INTERPRETERS = frozenset(
+    {"python", "python3", "py", "node", "deno", "bun", "ruby", "perl", "php", "bash", "sh", "zsh"}
+)
+#: Test runners, type checkers and linters, which check the whole project when given no path:
+#: a run of one of them with fewer operands is a broader run of the same check.
+_BROAD_RUNNERS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "mypy",
+        "pyright",
+        "ruff",
+        "flake8",
+        "pylint",
+        "black",
+        "isort",
+        "jest",
+        "vitest",
+        "mocha",
+        "eslint",
+        "tox",
+        "nox",
+        "cargo",
+    }
+)
+#: Options that narrow which tests run (pytest, jest, vitest, go, cargo): a passing run
+#: with one the failed run did not have may have skipped the failing test.
+_NARROWING_FLAGS = frozenset({"--lf", "--last-failed", "--sw", "--stepwise", "--only-failures"})
+_NARROWING_VALUED = frozenset(
+    {"-k", "-m", "-t", "--deselect", "--ignore", "--ignore-glob", "--testNamePattern", "--run"}
+)
+
+
+def _runner(command: str) -> tuple[str, tuple[str, ...], frozenset[str], frozenset[str]]:
+    """(program, what an interpreter runs, operands, narrowing options) of a command's main
+    simple command (the first that is not a :data:`_SETUP_COMMANDS` one), used to decide
+    whether a success resolves a failure."""
+    commands = [t for t in (_without_wrappers(c) for c in _simple_commands(command)) if t]
+    tokens = next(
+        (t for t in commands if t[0] not in _SETUP_COMMANDS), commands[0] if commands else []
+    )
     if tokens[:1] in (["uv"], ["poetry"], ["pipenv"]) and tokens[1:2] == ["run"]:
         tokens = tokens[2:]
     if tokens[:1] and tokens[0] in ("python", "python3") and tokens[1:2] == ["-m"]:
         tokens = tokens[2:]
     if not tokens:
-        return "", frozenset()
-    return tokens[0], frozenset(_operands(tokens[1:]))
+        return "", (), frozenset(), frozenset()
+    prog, rest = tokens[0], tokens[1:]
+    runs: tuple[str, ...] = ()
+    if prog.rsplit("/", 1)[-1] in _INTERPRETERS:
+        for i, arg in enumerate(rest):
+            if arg in ("-c", "-e", "-m") and i + 1 < len(rest):
+                runs = (arg, rest[i + 1])
+                break
+            if not arg.startswith("-"):
+                runs = (arg,)
+                break
+    narrowing = set()
+    for i, arg in enumerate(rest):
+        name = arg.split("=", 1)[0]
+        if name in _NARROWING_FLAGS:
+            narrowing.add(name)
+        elif name in _NARROWING_VALUED:
+            narrowing.add(
+                arg if "=" in arg else f"{arg} {rest[i + 1] if i + 1 < len(rest) else ''}"
+            )
+    family = "pytest" if prog in ("pytest", "py.test") else ""
+    return prog, runs, frozenset(_operands(rest, family)), frozenset(narrowing)
 
 
 def resolves(success: str, failure: str) -> bool:
     """Whether a successful run of ``success`` shows that the failed ``failure`` is fixed:
-    same program, and no positional argument the failure did not have (a broader run).
+    the same main program (a ``cd ... &&`` in front aside), running the same script or code
+    when it is an interpreter, no option that narrows which tests run that the failure did
+    not have, and the same operands; a test runner, type checker or linter
+    (:data:`_BROAD_RUNNERS`) may have fewer (a broader run).
 
     >>> resolves("python -m pytest -q", "python -m pytest tests/test_a.py -q")
     True
-    >>> resolves("make lint", "make test")
+    >>> resolves("make lint", "make test"), resolves("make", "make test")
+    (False, False)
+    >>> resolves("cd /repo && ls", "cd /repo && python reproduce.py")
+    False
+    >>> resolves("pytest tests/a.py -k other", "pytest tests/a.py")
     False
     """
     if success == failure:
         return True
-    prog_s, args_s = _runner(success)
-    prog_f, args_f = _runner(failure)
-    return bool(prog_s) and prog_s == prog_f and args_s <= args_f
+    prog_s, runs_s, args_s, narrow_s = _runner(success)
+    prog_f, runs_f, args_f, narrow_f = _runner(failure)
+    if not prog_s or prog_s != prog_f or runs_s != runs_f or not narrow_s <= narrow_f:
+        return False
+    if prog_s.rsplit("/", 1)[-1] in _BROAD_RUNNERS:
+        return args_s <= args_f
+    return args_s == args_f
 
 
 def progress_items(args: Mapping[str, Any]) -> list[tuple[str, bool]] | None:

@@ -578,7 +578,8 @@ def test_display_summary_keeps_constraints_before_done_items() -> None:
         "Do not add new dependencies.",
         "do not modify src/quillpad/legacy/importer.py at all, another team owns it and has a "
         "refactor in flight.",
-        "Without the flag the output must stay exactly as it is today.",
+        "Next, add a `--since-days` option to `quillpad export` to only include records from "
+        "the last N days. Without the flag the output must stay exactly as it is today.",
     ]
     # newest done items first
     assert parsed.display_sections["done"][0] == "`--since-days` for `quillpad export`"

@@ -91,6 +91,16 @@ def _found_errors_reference(text: str) -> list[str]:
     return xp.dedupe_exact(found)[: xf.ERROR_LINES_PER_RESULT]
 
 
+def _located_errors_reference(text: str) -> list[str]:
+    """located_errors without its prefilter: every line scanned."""
+    found = [
+        line.strip()
+        for line in text.split("\n")
+        if xf._shaped_error(line.strip()) or xf._LOCATED_ERROR_RE.match(line.strip())
+    ]
+    return xp.dedupe_exact(found)[: xf.ERROR_LINES_PER_RESULT]
+
+
 def _pytest_counts_reference(text: str) -> str:
     """pytest_counts without its prefilter: the count regex over the last 5000 chars."""
     matches = _REFERENCE_PYTEST_COUNTS_RE.findall(text[-5000:])
@@ -171,6 +181,7 @@ def test_extractive_prefilters_agree_with_the_regexes(parts: list[str]):
     # (the exit prefilter never hides a match: the code the plain regex finds is reported)
     assert xf.reported_exit_code(text) == _exit_code_reference(text)
     assert xf.found_errors(text) == _found_errors_reference(text)
+    assert xf.located_errors(text) == _located_errors_reference(text)
     assert xf.pytest_counts(text) == _pytest_counts_reference(text)
 
 
@@ -179,6 +190,7 @@ def test_extractive_prefilters_agree_with_the_regexes(parts: list[str]):
 def test_extractive_prefilters_agree_on_any_text(text: str):
     assert xf.reported_exit_code(text) == _exit_code_reference(text)
     assert xf.found_errors(text) == _found_errors_reference(text)
+    assert xf.located_errors(text) == _located_errors_reference(text)
     assert xf.pytest_counts(text) == _pytest_counts_reference(text)
 
 
@@ -209,10 +221,21 @@ def test_extractive_prefilters_agree_on_the_samples():
     for text in texts:
         assert xf.reported_exit_code(text) == _exit_code_reference(text)
         assert xf.found_errors(text) == _found_errors_reference(text)
+        assert xf.located_errors(text) == _located_errors_reference(text)
         assert xf.pytest_counts(text) == _pytest_counts_reference(text)
+        sentences = tuple(xp.split_sentences(text))
         assert xi.sentence_flags(text) == (
-            tuple(xp.split_sentences(text)),
-            tuple(xi.states_constraint(s) for s in xp.split_sentences(text)),
+            sentences,
+            tuple(
+                xi.states_constraint(s)
+                and not s.endswith(("?", "？"))
+                and (
+                    not xi.refers_back(s)
+                    or (i > 0 and not sentences[i - 1].endswith(("?", "？")))
+                    and len(sentences[i - 1]) <= xi.CONTEXT_MAX
+                )
+                for i, s in enumerate(sentences)
+            ),
         )
 
 

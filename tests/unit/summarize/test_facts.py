@@ -53,7 +53,7 @@ def _summarize(messages: list[dict[str, Any]], prior: SummaryResult | None = Non
         "Never change the signature of parse_window.",
         "Always run ruff check src before you report back.",
         "Keep src/legacy.py as it is.",
-        "Without the flag the output must stay exactly as it is today.",
+        "Without the `--since-days` flag the output must stay exactly as it is today.",
         "Only touch files under src/pager.",
         "不要修改公共接口。",
     ],
@@ -123,3 +123,158 @@ def test_an_error_whose_command_never_passed_stays_unresolved() -> None:
     messages += _run("p", "mypy src/other", "Success: no issues found\nExit code: 0")
     errors = parse_sections(_summarize(messages).text).sections["Errors and Fixes"]
     assert errors[0].endswith("; unresolved")
+
+
+# -- found by a new user: facts the transcript does not support
+
+
+def _assistant(text: str, turn: int = 1) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "turnId": turn, "content": text}
+
+
+def _call(call_id: str, name: str, args: dict[str, Any], out: str, *, error: bool = False):
+    return [
+        {
+            "type": "message",
+            "role": "assistant",
+            "turnId": 1,
+            "content": "",
+            "toolCalls": [{"id": call_id, "name": name, "arguments": args}],
+        },
+        {
+            "type": "message",
+            "role": "tool",
+            "turnId": 1,
+            "toolCallId": call_id,
+            "toolName": name,
+            "content": out,
+            "isError": error,
+        },
+    ]
+
+
+def _errors(messages: list[dict[str, Any]], max_chars: int = 20_000) -> list[str]:
+    request = SummaryRequest(messages=messages, prior=None, max_chars=max_chars)
+    text = ExtractiveSummarizer().summarize(request).text
+    return parse_sections(text).sections["Errors and Fixes"]
+
+
+@pytest.mark.parametrize(
+    ("failed", "later"),
+    [
+        ("cd /repo && python reproduce.py", "cd /repo && ls"),  # only the `cd` is shared
+        ("python reproduce.py", "python -c 'print(1)'"),  # another script
+        ("make test", "make"),  # the default target is not the test target
+        ("python -m pytest tests/test_a.py -q", "python -m pytest tests/test_a.py -q -k other"),
+    ],
+)
+def test_an_unrelated_success_does_not_fix_an_error(failed: str, later: str) -> None:
+    messages = [
+        _user("Run the reproduction."),
+        *_run("f", failed, "E   KeyError: 'page_size'\nExit code: 1", error=True),
+        _user("Thanks. Also look at the README when you can.", 2),
+        _assistant("Sure, reading it now.", 2),
+        *_run("p", later, "README.md\nsrc\nExit code: 0"),
+    ]
+    errors = _errors(messages)
+    assert errors[0].endswith("; unresolved"), errors  # no run of the same command passed
+    assert "→ then:" not in errors[0]  # the next message is not about the error
+
+
+def test_a_success_of_the_same_tool_with_other_arguments_fixes_nothing() -> None:
+    messages = [
+        _user("Fetch the docs."),
+        *_call("f", "web_fetch", {"url": "https://a.example/x"}, "HTTP 404", error=True),
+        *_call("p", "web_fetch", {"url": "https://b.example/y"}, "<html>ok</html>"),
+    ]
+    assert _errors(messages)[0] == "web_fetch failed: HTTP 404; unresolved"
+    messages += _call("q", "web_fetch", {"url": "https://a.example/x"}, "<html>ok</html>")
+    assert _errors(messages)[0] == "web_fetch failed: HTTP 404; resolved later"
+
+
+def test_an_error_that_comes_back_is_open_again() -> None:
+    line = "E   KeyError: 'page_size'"
+    messages = [
+        _user("Fix the pager."),
+        *_run("f1", "pytest -q", f"{line}\nExit code: 1", error=True),
+        *_run("p1", "pytest -q", "6 passed\nExit code: 0"),
+        *_run("f2", "pytest -q", f"{line}\nE   ValueError: bad page\nExit code: 1", error=True),
+    ]
+    errors = _errors(messages)
+    assert all(e.endswith("; unresolved") for e in errors), errors
+
+
+def test_an_error_seen_in_a_passing_output_is_never_listed_as_fixed() -> None:
+    messages = [_user("Look at the worker log.")]
+    for i in range(40):  # a ledger too long for the budget: compressed to one-line lists
+        out = f"ERROR worker-{i} LeaseExpired: lease {i} expired" if i == 0 else "ok"
+        messages += _run(f"c{i}", f"tail -n {i + 5} logs/worker-{i}.log", out)
+    request = SummaryRequest(messages=messages, prior=None, max_chars=1500)
+    text = ExtractiveSummarizer().summarize(request).text
+    assert "LeaseExpired: lease 0 expired" in text
+    assert "fixed later" not in text and "resolved later" not in text
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Step 3: keep going.", "Keep going.", "continue", "Continue without stopping.", "继续。"],
+)
+def test_progress_prompts_are_not_constraints(sentence: str) -> None:
+    assert not states_constraint(sentence)
+    assert user_constraints([sentence]) == []
+    sections = parse_sections(_summarize([_user("Fix the pager."), _user(sentence, 2)]).text)
+    assert not any(p.startswith("Constraint:") for p in sections.sections["Primary Request"])
+
+
+def test_a_constraint_keeps_the_sentence_that_names_its_referent() -> None:
+    task = "Next, add a `--since-days` option to `quillpad export`."
+    rule = "Without the flag the output must stay exactly as it is today."
+    pinned = user_constraints([f"{task} {rule}"])
+    assert pinned == [f"{task} {rule}"]
+    request = SummaryRequest(
+        messages=[_user("Fix the pager."), _user(f"{task} {rule}", 2)],
+        prior=None,
+        max_chars=20_000,
+        pinned_constraints=pinned,
+    )
+    primary = parse_sections(ExtractiveSummarizer().summarize(request).text).sections
+    constraints = [p for p in primary["Primary Request"] if p.startswith("Constraint:")]
+    assert constraints == [f"Constraint: {task} {rule}"]
+    # with no sentence before it to name the flag, it is not stated at all
+    assert user_constraints([rule]) == []
+    alone = _summarize([_user("Fix the pager."), _user(rule, 2)]).text
+    assert "Constraint: Without the flag" not in alone and rule in alone
+
+
+def test_error_lines_located_by_file_and_line_are_caught() -> None:
+    deploy = "Error: connection refused at scripts/deploy.sh:42"
+    messages = [
+        _user("Deploy it."),
+        *_run("d", "scripts/deploy.sh", f"Deploying build 41...\n{deploy}\nDone."),
+    ]
+    assert any(deploy in e for e in _errors(messages))
+    shapes = [
+        "./deploy.sh: line 42: rsync: command not found",
+        "deploy.sh:42: command not found: rsync",
+        "tests/test_pager.py:12: AssertionError",
+        "./main.go:12:2: undefined: pageSize",
+        "--- FAIL: TestPager (0.00s)",
+    ]
+    for shape in shapes:
+        out = f"building...\n{shape}\nsome trailing log line\nExit code: 1"
+        assert shape in error_lines(out)[0], shape
+
+
+def test_identifiers_of_traceback_frames_count_as_identifiers_seen_in_errors() -> None:
+    out = (
+        "Traceback (most recent call last):\n"
+        '  File "scripts/replay.py", line 12, in <module>\n'
+        "    MetricCache(window=-3).run()\n"
+        '  File "src/pkg/cache.py", line 88, in check_window\n'
+        "    raise ValueError(window_size)\n"
+        "ValueError: window size must be positive, got -3\nExit code: 1"
+    )
+    messages = [_user("Replay it."), *_run("r", "python scripts/replay.py", out, error=True)]
+    text = _summarize(messages).text
+    concepts = parse_sections(text).sections["Key Technical Concepts"]
+    assert {"MetricCache", "check_window", "window_size"} <= set(concepts), concepts
