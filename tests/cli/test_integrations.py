@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 import yaml
 
-from tests.helpers import ROOT, SAMPLES, run_cli
+from tests.helpers import ROOT, SAMPLES
 
 BIN = str(Path(sys.executable).parent)
 """The virtualenv's bin folder: its compactctl and pre-commit."""
@@ -64,14 +63,6 @@ def test_the_action_declares_its_inputs_and_installs_from_its_own_checkout():
     assert action["outputs"]["exit-code"]["value"] == "${{ steps.run.outputs.exit-code }}"
 
 
-HAS_REPORT = b"--report" in run_cli("compact", "--help").stdout
-
-
-@pytest.mark.xfail(
-    not HAS_REPORT,
-    reason="compact --report (issue 19 point 5) is on another branch until it merges",
-    strict=True,
-)
 def test_the_action_run_step_writes_the_markdown_report_to_the_job_summary(tmp_path: Path):
     action = _action()
     step = next(s for s in action["runs"]["steps"] if s.get("id") == "run")
