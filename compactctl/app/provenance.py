@@ -70,14 +70,17 @@ def fingerprint(command: str, options: Any, out: Any) -> str:
 
 
 def _stable(value: Any) -> Any:
-    """``value`` with its dataclasses as ``(name, ((field, value), ...))``, its sets and
-    dicts sorted, its lists as tuples: a form whose ``repr`` is the same in every process.
+    """``value`` with its dataclasses as ``(name, ((field, value), ...))`` (without the
+    fields whose metadata says ``"fingerprint": False``, such as ``RulesOptions.by_rule``:
+    ``-q`` changes the report, not the output), its sets and dicts sorted, its lists as
+    tuples: a form whose ``repr`` is the same in every process.
 
     >>> _stable(frozenset({"b", "a"})), _stable({"y": [1], "x": 2})
     (('a', 'b'), (('x', 2), ('y', (1,))))
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
+        # a field marked ``metadata={"fingerprint": False}`` shapes the report, not the output
+        fields = [f for f in dataclasses.fields(value) if f.metadata.get("fingerprint", True)]
         return (
             type(value).__name__,
             tuple((f.name, _stable(getattr(value, f.name))) for f in fields),

@@ -82,7 +82,8 @@ class RulesOptions:
     roles: frozenset[str] = field(
         default_factory=lambda: frozenset({"user", "assistant", "tool", "system"})
     )
-    by_rule: bool = True
+    # how much the report says, not what is appended: left out of an output's fingerprint
+    by_rule: bool = field(default=True, metadata={"fingerprint": False})
 
     def chosen(self) -> list[Rule]:
         """The rules in play, current versions, canonical order.

@@ -688,7 +688,20 @@ def plan_tiers(
         tiers = dict(old.tiers)  # re-select: the same tiers, another one shown
     else:
         fmt = str(old.data.get("format") or "sections")
-        tiers = derive_tiers(old.summary_text, fmt, counter, budgets)
+        try:
+            tiers = derive_tiers(old.summary_text, fmt, counter, budgets)
+        except SummaryFormatError:
+            if old.data.get("format"):
+                raise  # compactctl's own summary, broken: say so
+            # no format recorded and not compactctl's sections: the agent's own compaction
+            # summary (Claude Code, Codex), imported as it is; no tiers are made from it
+            by = old.data.get("model") or "another tool"
+            report["reason"] = (
+                f"the newest summary is not in compactctl's format (written by {by}, such as "
+                "an agent's own compaction): tiers are made from compactctl's summaries; run "
+                "compactctl compact --force first"
+            )
+            return None, report
         if summarizer is not None:
             tiers = rewrite_tiers_with_model(summarizer, tiers, counter, budgets, fmt=fmt)
         if redact:

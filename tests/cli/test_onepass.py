@@ -184,3 +184,28 @@ def test_one_pass_reads_and_parses_the_file_once(tmp_path: Path) -> None:
     assert line.startswith("OPENS 2 PARSED 1 "), line
     added = path.read_bytes()[len((SAMPLES / "small-s1.canonical.jsonl").read_bytes()) :]
     assert len(added.splitlines()) == 5  # rules, dedup, micro, summary, tiers
+
+
+@pytest.mark.parametrize("name", ["claude-stream-compact.jsonl", "codex-rollout-compacted.jsonl"])
+def test_an_agents_own_summary_gets_no_tiers_and_fails_nothing(tmp_path: Path) -> None:
+    """A session the agent compacted itself ends with the agent's summary, imported as it is
+    (no ``format``: not compactctl's sections): tiers leave it alone and say why, so
+    ``--layers all`` (and ``tiers``) exit 0 instead of failing on its text; after a
+    compactctl summary (``--force``) the tiers are made from that one."""
+    from tests.helpers import FIXTURES
+
+    source = FIXTURES / "formats" / name
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--layers", "all", "--estimate", "--no-store", "--json",
+                "-o", str(out), str(source))  # fmt: skip
+    assert r.returncode == 0, r.stderr.decode()
+    (entry,) = orjson.loads(r.stdout)["files"]
+    tiers = next(row for row in entry["byLayer"] if row["layer"] == "tiers")
+    assert tiers["events"] == 0
+    assert "not in compactctl's format" in tiers["report"]["reason"]
+    r = run_cli("compact", "--force", "--layers", "all", "--estimate", "--no-store", "--json",
+                "-o", str(out), str(source))  # fmt: skip
+    assert r.returncode == 0, r.stderr.decode()
+    (entry,) = orjson.loads(r.stdout)["files"]
+    tiers = next(row for row in entry["byLayer"] if row["layer"] == "tiers")
+    assert tiers["events"] == 1
