@@ -26,7 +26,7 @@ from functools import cached_property
 
 import orjson
 
-from compactctl.errors import NotAppendable
+from compactctl.errors import NotAppendable, UsageError
 from compactctl.io.files import (
     STDIN,
     AppendResult,
@@ -432,7 +432,7 @@ def _preload(first: bytes, encoding: str | None, size: int) -> None:
     """
     if encoding == "estimate" or size < PRELOAD_MIN_BYTES:
         return
-    with contextlib.suppress(ValueError):  # orjson.JSONDecodeError is a ValueError
+    with contextlib.suppress(ValueError, UsageError):  # orjson.JSONDecodeError: a ValueError
         if encoding is None:
             data = orjson.loads(first.removeprefix(BOM).lstrip().split(b"\n", 1)[0])
             if not isinstance(data, dict) or data.get("type") != "session":

@@ -271,8 +271,10 @@ class TokenCounter:
             or ``"estimate"`` for :func:`estimate_tokens` (no tiktoken at all).
 
     Raises:
-        ValueError: (on first count) the encoding is unknown or its file is unavailable
-            offline; the message says to set ``TIKTOKEN_CACHE_DIR`` or use ``--estimate``.
+        UsageError: (on first count) the encoding is not one tiktoken knows (exit code 2; the
+            message lists them).
+        ValueError: (on first count) its file is unavailable offline; the message says to set
+            ``TIKTOKEN_CACHE_DIR`` or use ``--estimate``.
     """
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
@@ -291,6 +293,17 @@ class TokenCounter:
     def _encoder(self) -> Any:
         if self._enc is None:
             ensure_offline_encodings()
+            import tiktoken
+
+            if self.encoding_name not in tiktoken.list_encoding_names():
+                from compactctl.errors import UsageError
+
+                known = ", ".join(sorted(tiktoken.list_encoding_names()))
+                raise UsageError(
+                    f"unknown tiktoken encoding {self.encoding_name!r}: --encoding takes one "
+                    f"of {known} (cl100k_base, o200k_base and p50k_base work offline), or "
+                    "estimate (--estimate)"
+                )
             try:
                 self._enc = load_encoding(self.encoding_name)
             except Exception as exc:  # tiktoken raises ValueError or network errors
@@ -310,7 +323,8 @@ class TokenCounter:
         a lower peak RSS.
 
         Raises:
-            ValueError: the encoding is unknown or unavailable offline (as :meth:`count`).
+            UsageError, ValueError: the encoding is unknown, or unavailable offline (as
+                :meth:`count`).
         """
         if not self.is_estimate:
             self._encoder()

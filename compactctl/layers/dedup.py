@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from compactctl.errors import UsageError
 from compactctl.layers.base import EventLayer, LayerReport, Plan, plan_events
 from compactctl.layers.micro import NAMESPACE
 from compactctl.layers.options import DedupOptions
@@ -180,7 +181,7 @@ def _plan(
     ]
     if sum(len(text) for _, text in items) >= _EARLY_ENCODING_CHARS:
         # numpy's path: load the encoding first (a no-op for "estimate"), see the constant
-        with contextlib.suppress(ValueError):  # raised again by a count, if there is one
+        with contextlib.suppress(ValueError, UsageError):  # raised again by a count, if any
             counter.load()
     pairs = find_duplicates(
         items,

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from compactctl import tokens
+from compactctl.errors import UsageError
 from compactctl.layers import similarity
 from compactctl.layers.dedup import _EARLY_ENCODING_CHARS, DedupOptions, plan_dedup
 from compactctl.model import event_from_dict
@@ -104,7 +105,7 @@ def test_early_load_of_an_unavailable_encoding_fails_only_if_there_is_something_
     broken = tokens.TokenCounter("no_such_encoding")
     event, report = plan_dedup(_session(texts), DedupOptions(), timestamp="t", counter=broken)
     assert event is None and report["pairs"] == 0  # as before: no duplicates, no error
-    with pytest.raises(ValueError, match="not available offline"):
+    with pytest.raises(UsageError, match="unknown tiktoken encoding"):
         plan_dedup(_session([*texts, texts[0]]), DedupOptions(), timestamp="t", counter=broken)
 
 

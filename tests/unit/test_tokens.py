@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from compactctl import tokens
+from compactctl.errors import UsageError
 
 TEXTS = [
     "hello world",
@@ -117,5 +118,5 @@ def test_token_counter_load_is_early_and_estimate_loads_nothing(fresh: Path):
     estimate = tokens.TokenCounter("estimate")
     estimate.load()
     assert estimate._enc is None and estimate.count("abcdefgh") == 2
-    with pytest.raises(ValueError, match="not available offline"):
+    with pytest.raises(UsageError, match="unknown tiktoken encoding"):
         tokens.TokenCounter("no_such_encoding").load()
