@@ -196,9 +196,14 @@ def plan_onepass(
     from compactctl.layers.summary import CompactLayer
     from compactctl.layers.tiers import TiersLayer
     from compactctl.layers.undo import plan_live
+    from compactctl.tokens import message_payload
 
     started = time.monotonic()
     first = current = session
+    # the session's payloads are counted on a background thread while the first layer
+    # plans (its Python work; tiktoken releases the GIL): the sizes below find them cached
+    view = session.effective()
+    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
     compact = compact_layer or CompactLayer()
     # one run, one timestamp on every layer's events: ``undo`` takes a run back whole
     stamp = (now or compact.now)()

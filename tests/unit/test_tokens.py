@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,35 @@ def test_token_counter_load_is_early_and_estimate_loads_nothing(fresh: Path):
     assert estimate._enc is None and estimate.count("abcdefgh") == 2
     with pytest.raises(UsageError, match="unknown tiktoken encoding"):
         tokens.TokenCounter("no_such_encoding").load()
+
+
+def test_count_many_on_threads_counts_as_tiktoken_each_distinct_text_once(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # distinct texts together past THREADED_MIN_CHARS, in several batches, plus repeats,
+    # an empty text and one longer than CHUNK_CHARS (counted piece by piece)
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    texts = [f"{t} #{i} " * (i % 40 + 1) for i in range(600) for t in TEXTS[i % 4 : i % 4 + 1]]
+    long_text = "alpha beta, gamma 12 " * (tokens.CHUNK_CHARS // 20)
+    batch = [*texts, "", texts[0], long_text, texts[1]]
+    assert sum(map(len, set(texts))) > tokens.THREADED_MIN_CHARS
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)  # whatever this machine has
+    encoded: list[str] = []
+    threads: set[str] = set()
+    real = tokens._encoded_len
+
+    def spy(enc, text):
+        encoded.append(text)
+        threads.add(threading.current_thread().name.split("_")[0])
+        return real(enc, text)
+
+    monkeypatch.setattr(tokens, "_encoded_len", spy)
+    counter = tokens.TokenCounter("cl100k_base")
+    got = counter.count_many(batch)
+    ref = _tiktoken_reference("cl100k_base")
+    want = [len(ref.encode_ordinary(t)) for t in batch]
+    assert got == want
+    whole = [t for t in encoded if t in set(batch)]  # not the long text's pieces
+    assert sorted(whole) == sorted(set(batch) - {""})  # each distinct text once
+    assert threads == {"MainThread", "compactctl-count"}  # the long text on the caller's
+    assert counter.count_many(batch) == want and len(encoded) == len(set(encoded))
