@@ -604,8 +604,12 @@ class Extractor:
         if self.last_turn_calls:
             calls = self.last_turn_calls[-6:]
             more = len(self.last_turn_calls) - len(calls)
+            since = "the latest request"
+            if latest_index == len(self.messages) and self.last_user is not None:
+                # the latest request comes after the span: these calls followed an earlier one
+                since = f"the request of {self.last_user[1]}"
             facts.current.append(
-                "tool calls since the latest request: "
+                f"tool calls since {since}: "
                 + "; ".join(calls)
                 + (f" (+{more} earlier)" if more > 0 else "")
             )
