@@ -451,10 +451,10 @@ def _layers_line(r: dict[str, Any]) -> str:
 
     >>> print(_layers_line({"path": "s", "changed": True, "written": "s",
     ...     "tokensBefore": 9, "tokensAfter": 5, "tokensSaved": 4, "byLayer": [
-    ...     {"layer": "rules", "events": 1, "tokensSaved": 1, "report": {}},
-    ...     {"layer": "dedup", "events": 0, "tokensSaved": 0, "report": {}},
-    ...     {"layer": "summary", "events": 1, "tokensSaved": 3, "report": {}}]}))
-    s: appended rules -1, dedup unchanged, summary -3 tokens; prompt estimate 9 -> 5 tokens (-4)
+    ...     {"layer": "rules", "events": 0, "tokensSaved": 0, "report": {}},
+    ...     {"layer": "summary", "events": 1, "tokensSaved": 4, "report": {}},
+    ...    {"layer": "tiers", "events": 1, "tokensSaved": 0, "report": {}}]}))  # doctest:+ELLIPSIS
+    s: appended rules unchanged, summary -4 tokens, tiers (no saving); prompt estimate 9 -> 5 ...
     """
     if not r["changed"]:
         why = "; ".join(
@@ -463,12 +463,16 @@ def _layers_line(r: dict[str, Any]) -> str:
         )
         return _unchanged(r, why or "no layer")
     parts = [
-        f"{row['layer']} -{row['tokensSaved']}" if row["events"] else f"{row['layer']} unchanged"
+        f"{row['layer']} unchanged"
+        if not row["events"]
+        else f"{row['layer']} -{row['tokensSaved']} tokens"
+        if row["tokensSaved"]
+        else f"{row['layer']} (no saving)"  # tiers kept while the whole summary is shown
         for row in r["byLayer"]
     ]
     est = " (estimate)" if r.get("tokenizer") == "estimate" else ""
     return (
-        f"{r['path']}: {_verb(r, 'appended', 'would append')} {', '.join(parts)} tokens; "
+        f"{r['path']}: {_verb(r, 'appended', 'would append')} {', '.join(parts)}; "
         f"prompt estimate {r['tokensBefore']} -> {r['tokensAfter']} tokens{est} "
         f"(-{r['tokensSaved']})"
     )

@@ -55,7 +55,8 @@ class UndoReport(LayerReport):
         revert: the uuid of the RevertEvent to append (``None``: nothing to append).
         tokens_before, tokens_after: the prompt estimate of the effective context before
             and after the revert, in tokens (the session's counter); equal when nothing is
-            appended.
+            appended. tokens_saved: their difference (negative: an undo gives tokens back
+            to the context), as every command's report has it.
         tokenizer: the encoding name or ``estimate``. reason: why nothing is appended.
     """
 
@@ -65,6 +66,7 @@ class UndoReport(LayerReport):
     revert: str | None = None
     tokens_before: int = 0
     tokens_after: int = 0
+    tokens_saved: int = 0
     tokenizer: str = ""
     reason: str | None = None
 
@@ -154,6 +156,7 @@ class UndoLayer(EventLayer):
             }
         )
         report.tokens_after = prompt_tokens(replay([*log, revert]), counter)
+        report.tokens_saved = report.tokens_before - report.tokens_after
         report.revert = revert.uuid
         report.reverted = [
             {

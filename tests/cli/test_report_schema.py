@@ -89,6 +89,15 @@ def test_every_command_reports_in_the_schema(tree: Path) -> None:
     assert (gone["path"], gone["outcome"], a_insp["outcome"]) == ("missing.jsonl", "failed", "ok")
     assert insp["totals"]["tokensBefore"] == a_insp["tokens"]
     assert insp["totals"]["tokensAfter"] == a_insp["effectiveTokens"] < a_insp["tokens"]
+    undo = json_run("undo", "--estimate", "a.jsonl", cwd=tree, code=0)
+    u = undo["files"][0]  # takes back tiers' run: the whole summary shown again
+    assert u["outcome"] == "changed" and u["tokensSaved"] == u["tokensBefore"] - u["tokensAfter"]
+    layers = json_run(
+        "compact", "--force", "--layers", "all", "--estimate", "b.jsonl", cwd=tree, code=0
+    )
+    rows = layers["files"][0]["byLayer"]
+    assert [r["layer"] for r in rows] == ["rules", "dedup", "micro", "summary", "tiers"]
+    assert layers["totals"]["tokensSaved"] == sum(r["tokensSaved"] for r in rows)
     ev = json_run("eval", "--estimate", "a.jsonl", cwd=tree, code=0)
     e = ev["files"][0]
     assert e["outcome"] == "ok" and e["tokensSaved"] == e["tokensBefore"] - e["tokensAfter"] > 0
