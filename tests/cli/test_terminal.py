@@ -100,7 +100,7 @@ def test_error_and_warning_labels_are_colored_on_a_terminal_only(tmp_path: Path)
 
 def test_clicks_errors_look_like_compactctls_own():
     cases = {
-        ("rules", "--nope"): "no such option: --nope (Possible options: --no-store); "
+        ("rules", "--nope"): "no such option: --nope (Possible options: --no-store, --since); "
         "see compactctl rules --help",
         ("frobnicate",): "no such command 'frobnicate'; see compactctl --help",
         ("dedup", "--threshold", "x", "a.jsonl"): "invalid value for '--threshold': 'x' is "
