@@ -59,7 +59,7 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
     Raises:
         InputError: the file cannot be read, or its format is unknown.
         UsageError: ``options.fmt`` is not a known format.
-        ValueError: the tiktoken encoding is not available offline.
+        ValueError, UsageError: the tiktoken encoding is not available offline, or unknown.
     """
     counter = TokenCounter(options.encoding) if options.encoding else None
     fmt = options.fmt

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from compactctl.app.inspector import InspectAccumulator, Item, UnknownCounter
+from compactctl.errors import UsageError
 from compactctl.io.jsonl import (
     BOM,
     TORN_DETAIL,
@@ -75,7 +76,8 @@ def inspect_lines(
     time); no parsed object outlives its line unless replay needs the messages.
 
     Raises:
-        ValueError: the counter's tiktoken encoding is not available offline.
+        ValueError, UsageError: the counter's tiktoken encoding is not available offline, or
+            unknown.
     """
     torn: list[bytes] = []
     # the lines keep their \n (orjson reads it as whitespace): no copy of each line without it
@@ -125,7 +127,7 @@ def inspect_lines(
     except (_NotCanonical, UnknownCounter):
         # not canonical, or a message whose encoding depends on a session event not read yet
         return _events(raws, lines, torn)
-    except ValueError:  # the tiktoken encoding is not available offline
+    except (ValueError, UsageError):  # the tiktoken encoding is unknown or not offline
         if head is None:
             raise
         return _events(raws, lines, torn)  # the general path reports an unknown format first
