@@ -110,7 +110,8 @@ def test_same_report_and_exit_code_as_local(scheduler: str, tmp_path: Path) -> N
     env = {"COMPACTCTL_DB": str(tmp_path / "state.db")}
     a = run_cli("compact", "--force", "--json", "--jobs", "1", str(local), env=env)
     b = run_cli("compact", "--force", "--json", "--dask", scheduler, str(remote), env=env)
-    assert (a.returncode, b.returncode) == (3, 3)  # cc.jsonl is refused in both
+    assert (a.returncode, b.returncode) == (0, 0)  # cc.jsonl is skipped in both (a folder run)
+    assert [f["outcome"] for f in orjson.loads(b.stdout)["files"]].count("skipped") == 1
     assert _report(b.stdout, remote) == _report(a.stdout, local)
     for i in range(6):  # the same events appended (ids derive from content; times differ)
         assert _appended(remote / f"s{i}.jsonl") == _appended(local / f"s{i}.jsonl")
