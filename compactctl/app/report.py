@@ -132,16 +132,15 @@ class Report:
             entry["outcome"] = outcome
         if tokens is None:
             tokens = {k: result[k] for k in TOKEN_KEYS if isinstance(result.get(k), int)}
-        counts = tokens
-        for key, value in counts.items():
+        for key, value in tokens.items():
             self.tokens[key] = self.tokens.get(key, 0) + value
         if self.keep_rows:
-            row = {"path": result.get("path", "?"), "outcome": outcome, **counts}
-            for key in ("written", "sessionKey"):
-                if result.get(key) is not None:
-                    row[key] = result[key]
-            if result.get("upToDate") and isinstance(result.get("output"), str):
-                row["written"] = result["output"]  # the run's output, already there
+            row: dict[str, Any] = {"path": result.get("path", "?"), "outcome": outcome, **tokens}
+            # the run's output: written now, or (up to date) already there
+            written = result.get("written") or result.get("output")
+            for key, given in (("written", written), ("sessionKey", result.get("sessionKey"))):
+                if given is not None:
+                    row[key] = given
             self.rows.append(row)
         if self.doc is not None:
             shown = result if entry is None else entry
