@@ -287,13 +287,12 @@ def _apply(view: View, event: CompactEvent, elided: Mapping[int, tuple[Message, 
 
 def _micro_targets(
     view: View, params: MicroParams, done: Collection[str], rp: Mapping[str, Any]
-) -> list[tuple[Message, Any]]:
+) -> Iterator[tuple[Message, Any]]:
     """The target messages of the view, in order, each with its elided content (``rp``: the
     replay params of the event)."""
     current = max((m.turn or 0 for m in view), default=0)
     limit = current - params.keep_turns
     tool_of_call = tool_names(view)
-    found = []
     for m in view:
         if not m.uuid or m.uuid in done or m.pinned or (m.turn or 0) >= limit:
             continue
@@ -306,8 +305,7 @@ def _micro_targets(
         content = m.content
         new = _elide_content(content, rp, text=m.role == "tool")
         if new != content:
-            found.append((m, new))
-    return found
+            yield m, new
 
 
 def plan_micro(
@@ -369,7 +367,7 @@ def plan_micro_view(
         for t in e.targets
     }
     rp = params.replay_params(image_rule)
-    found = _micro_targets(view, params, done, rp)
+    found = list(_micro_targets(view, params, done, rp))
     if not found:
         return None, view
     targets = [m for m, _ in found]

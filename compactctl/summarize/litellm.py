@@ -30,7 +30,7 @@ import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -355,11 +355,12 @@ def answer_problems(
 # --------------------------------------------------------------------------- the summarizer
 
 
+@dataclass(eq=False)  # compared by identity, as a client object is
 class LiteLLMSummarizer:
     """Summarize with a model through ``litellm.completion``.
 
     Args:
-        model: a litellm model name, e.g. ``"openai/gpt-4o-mini"``.
+        name: a litellm model name, e.g. ``"openai/gpt-4o-mini"``.
         timeout: seconds per request.
         num_retries: litellm's retries with backoff on transient errors (timeouts, 429, 5xx).
         completion_kwargs: extra keyword arguments for ``litellm.completion`` (``api_base``,
@@ -382,24 +383,19 @@ class LiteLLMSummarizer:
             answer); the message names the model and the cause.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        timeout: float = 120.0,
-        num_retries: int = 2,
-        completion_kwargs: Mapping[str, Any] | None = None,
-        redact: bool = True,
-        max_input_tokens: int | None = None,
-    ) -> None:
-        self.name = model
-        self.redact = redact
-        self.timeout = timeout
-        self.num_retries = num_retries
-        self.completion_kwargs = dict(completion_kwargs or {})
-        self.max_input_tokens = max_input_tokens
-        self.counter = TokenCounter(encoding_for_model(model))
-        self.calls = 0
+    name: str
+    _: KW_ONLY
+    timeout: float = 120.0
+    num_retries: int = 2
+    completion_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    redact: bool = True
+    max_input_tokens: int | None = None
+    counter: TokenCounter = field(init=False, repr=False)
+    calls: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.completion_kwargs = dict(self.completion_kwargs)
+        self.counter = TokenCounter(encoding_for_model(self.name))
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -163,80 +163,40 @@ class _Detail:
     """How far the ledger is compressed (:data:`LEDGER_STEPS`; 0: in full)."""
 
 
+def _level(
+    user_head: int, prose: int, followup: int, concepts: int, problems: int, done: int,
+    decisions: int, current: int, pending: int, *, current_items: int = 3,
+    user_constraints: bool = True, outcomes: bool = True, file_actions: bool = True,
+    full_analysis: bool = True,
+) -> _Detail:  # fmt: skip
+    """One row of :data:`_DETAILS`: the fields of :class:`_Detail` (caps in characters,
+    counts), the caps and counts positional in the table's order."""
+    return _Detail(
+        user_head=user_head, user_constraints=user_constraints, prose_cap=prose,
+        followup_cap=followup, concepts=concepts, problem_items=problems, done_items=done,
+        decision_items=decisions, current_cap=current, current_items=current_items,
+        pending_cap=pending, outcomes=outcomes, file_actions=file_actions,
+        full_analysis=full_analysis,
+    )  # fmt: skip
+
+
+# fmt: off
 #: Levels of detail, richest first; the first that fits the budget is used. When none fits,
 #: the last level is used with only as many of the newest user messages as fit. Every level
 #: keeps the ledger in full: file paths, commands and error lines, and also the user
 #: constraints and the pending tasks (their first 100 characters).
 _DETAILS: tuple[_Detail, ...] = (
-    _Detail(),
-    _Detail(
-        prose_cap=240,
-        followup_cap=160,
-        concepts=12,
-        problem_items=8,
-        decision_items=10,
-        current_cap=400,
-    ),
-    _Detail(
-        user_head=150,
-        prose_cap=200,
-        followup_cap=120,
-        concepts=10,
-        problem_items=6,
-        decision_items=8,
-        current_cap=300,
-    ),
-    _Detail(
-        user_head=100,
-        prose_cap=160,
-        followup_cap=80,
-        concepts=8,
-        problem_items=4,
-        done_items=8,
-        decision_items=6,
-        current_cap=240,
-        pending_cap=160,
-    ),
-    _Detail(
-        user_head=60,
-        prose_cap=120,
-        followup_cap=0,
-        concepts=6,
-        problem_items=2,
-        done_items=6,
-        decision_items=5,
-        current_cap=160,
-        pending_cap=160,
-    ),
-    _Detail(
-        user_head=0,
-        prose_cap=100,
-        followup_cap=0,
-        concepts=4,
-        problem_items=0,
-        done_items=4,
-        decision_items=3,
-        current_cap=120,
-        pending_cap=120,
-        outcomes=False,
-    ),
-    _Detail(
-        user_head=0,
-        user_constraints=False,
-        prose_cap=80,
-        followup_cap=0,
-        concepts=0,
-        problem_items=0,
-        done_items=0,
-        decision_items=1,
-        current_cap=80,
-        current_items=1,
-        pending_cap=100,
-        outcomes=False,
-        file_actions=False,
-        full_analysis=False,
-    ),
+    #      user  prose followup concepts problems done decisions current pending
+    _level(200,  300,  200,     15,      10,      50,  12,       600,    200),
+    _level(200,  240,  160,     12,      8,       50,  10,       400,    200),
+    _level(150,  200,  120,     10,      6,       50,  8,        300,    200),
+    _level(100,  160,  80,      8,       4,       8,   6,        240,    160),
+    _level(60,   120,  0,       6,       2,       6,   5,        160,    160),
+    _level(0,    100,  0,       4,       0,       4,   3,        120,    120, outcomes=False),
+    _level(0,    80,   0,       0,       0,       0,   1,        80,     100, outcomes=False,
+           user_constraints=False, current_items=1, file_actions=False, full_analysis=False),
 )
+# fmt: on
 
 
 #: The prefix of the one bullet that lists the files only read (ledger compressed).
