@@ -19,15 +19,14 @@ import typer
 
 from compactctl import __version__
 from compactctl.cli_shell import (
-    PATHS_HELP,
     RUN,
     TRANSFORM,
     DryRunOpt,
     FormatOpt,
     JsonOpt,
+    OptionalPaths,
     Paths,
     Shell,
-    WindowOpt,
     app,
     command,
     err,
@@ -47,9 +46,6 @@ from compactctl.layers.options import (
     MicroParams,
     TiersOptions,
 )
-
-# --- the shared shell ---------------------------------------------------------------------
-
 
 # --- commands ------------------------------------------------------------------------------
 
@@ -81,14 +77,10 @@ def main_callback(
         "compactctl inspect --store --runs --days 7 ~/sessions/",
         "cat session.jsonl | compactctl inspect --estimate -",
     ),
-    shared=RUN,
+    shared=("fmt", "encoding", "estimate", "context_window", "json_out", *RUN),
 )
 def inspect_cmd(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="PATHS...", help=PATHS_HELP, show_default=False),
-    ] = None,
-    json_out: JsonOpt = False,
+    paths: OptionalPaths = None,
     store: Annotated[
         bool,
         typer.Option(
@@ -113,20 +105,10 @@ def inspect_cmd(
         bool,
         typer.Option("--effective", help="Print the effective context as canonical JSONL."),
     ] = False,
-    estimate: Annotated[
-        bool,
-        typer.Option("--estimate", help="Count tokens with the fast chars-based estimate."),
-    ] = False,
-    encoding: Annotated[
-        str | None,
-        typer.Option("--encoding", help="tiktoken encoding (default: by the session's model)."),
-    ] = None,
-    context_window: WindowOpt = None,
     tier: Annotated[
         str | None, typer.Option("--tier", help="Summary tier to replay: L0, L1 or L2.")
     ] = None,
     top: Annotated[int, typer.Option("--top", help="How many largest tool outputs to list.")] = 10,
-    fmt: FormatOpt = None,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 if any file has validation findings.")
     ] = False,
@@ -146,16 +128,16 @@ def inspect_cmd(
         from compactctl.app.report import print_store_report
 
         where = settings.get("db", db, None, str)
-        raise typer.Exit(print_store_report(where, days, json_out, paths or [], runs=runs))
+        raise typer.Exit(print_store_report(where, days, sh.json_out, paths or [], runs=runs))
     paths = stdin_paths(paths, "inspect", ", or --store")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         fail_usage(f"--tier must be L0, L1 or L2, not {tier!r}")
-    flags = dict(encoding="estimate" if estimate else encoding, context_window=context_window,
-                 top=top, fmt=fmt, tier=tier)  # fmt: skip
+    flags = dict(encoding=sh.encoding_flag, context_window=sh.context_window, top=top,
+                 fmt=sh.fmt, tier=tier)  # fmt: skip
     opts = resolve(InspectOptions, flags, settings)  # checked with --effective too
-    scope = dataclasses.replace(sh.scope(), json_out=json_out)
+    scope = sh.scope()
     if effective:
-        raise typer.Exit(run_effective(paths, tier=tier, fmt=fmt, scope=scope).return_code)
+        raise typer.Exit(run_effective(paths, tier=tier, fmt=sh.fmt, scope=scope).return_code)
     worker = functools.partial(inspect_path, options=opts)
     page = sh.report_page()
     report = run_inspect(paths, worker, settings=settings, scope=scope, check=check)
@@ -355,12 +337,7 @@ def compact_cmd(
     shared=(*TRANSFORM, "estimate"),
 )
 def rules_cmd(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATHS...", help="Transcripts, folders, or - for stdin.", show_default=False
-        ),
-    ] = None,
+    paths: OptionalPaths = None,
     list_rules: Annotated[
         bool, typer.Option("--list", help="List the rules with a one-line description.")
     ] = False,
@@ -475,10 +452,7 @@ def dedup_cmd(
     shared=RUN[:-1],
 )
 def convert_cmd(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="PATHS...", help="Transcripts, or - for stdin.", show_default=False),
-    ] = None,
+    paths: OptionalPaths = None,
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
     ] = None,

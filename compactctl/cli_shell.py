@@ -57,6 +57,11 @@ Paths = Annotated[
     list[str], typer.Argument(metavar="PATHS...", help=PATHS_HELP, show_default=False)
 ]
 
+OptionalPaths = Annotated[
+    list[str] | None, typer.Argument(metavar="PATHS...", help=PATHS_HELP, show_default=False)
+]
+"""PATHS of a command that also runs without them (``rules --list``, ``inspect --store``)."""
+
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print a machine report (JSON).")]
 
