@@ -421,7 +421,16 @@ def _verb(r: dict[str, Any], done: str, would: str) -> str:
 
 
 def _unchanged(r: dict[str, Any], why: str) -> str:
-    return f"{r['path']}: unchanged: {why}"
+    """The line of a file no event was appended to; with ``-o``, where its copy went.
+
+    >>> _unchanged({"path": "a.jsonl", "written": "out.jsonl"}, "nothing to do")
+    'a.jsonl: unchanged (written to out.jsonl with no new events): nothing to do'
+    """
+    written = r.get("written")
+    if written is None or written == r["path"]:
+        return f"{r['path']}: unchanged: {why}"
+    dest = "stdout" if written == STDIN else written
+    return f"{r['path']}: unchanged (written to {dest} with no new events): {why}"
 
 
 def _compact_line(r: dict[str, Any]) -> str:
