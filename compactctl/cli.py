@@ -1,4 +1,5 @@
-"""The command line: parse, call the library, report, exit. The only module importing typer.
+"""The commands: parse, call the library, report, exit (with :mod:`compactctl.cli_shell`, the
+only modules importing typer).
 
 Every command shares the shell of docs/design.md section 4: PATHS (files, folders, ``-``),
 ``-o``, ``--dry-run``, ``--check``, ``--json``, ``--config``, ``--jobs``, ``-q``/``-v``. Those
