@@ -14,8 +14,11 @@
   and o200k_base). It is always labelled an estimate where shown.
 - Images and documents count by the providers' published rules, not by their base64 text
   (:mod:`compactctl.media`; :func:`message_tokens`).
-- Context windows come from, in order: ``--context-window``, the session event, litellm's
-  bundled ``model_prices_and_context_window_backup.json`` read as a plain file.
+- A model's context window as litellm's bundled
+  ``model_prices_and_context_window_backup.json`` gives it, read as a plain file
+  (:func:`context_window_for`). A *session's* window is decided in one place,
+  :func:`compactctl.session.context_window` (``--context-window``, the session event, this
+  table, the Claude rules, a default), which uses it.
 - The prompt size of a message list (:func:`prompt_tokens`, :func:`prompt_total`,
   :func:`prompt_sum`) follows the OpenAI cookbook's counting scheme ("How to count tokens
   with tiktoken"): each message's payload, plus :data:`MESSAGE_OVERHEAD` per message, plus

@@ -326,7 +326,10 @@ def _write(
         dest = target or STDIN
         if out.materialize:
             view = replay(session.events + new, tier=out.tier)
-            lines = materialized_lines(view, out.as_format, None if stream else path)
+            lines = materialized_lines(
+                view, out.as_format, None if stream else path, session=session.session_event
+            )
+            result["materialized"] = True
         else:
             lines = dump_events(session.events + new)
             result["appended"] = len(new)

@@ -416,6 +416,9 @@ def _verb(r: dict[str, Any], done: str, would: str) -> str:
     if written != r["path"]:
         dest = "stdout" if written == STDIN else written
         source = "" if r["path"] == STDIN else "source unchanged; "
+        if r.get("materialized"):  # the output is the context the events give, not the log
+            done = "applied" if done == "appended" else done
+            return f"({source}effective context written to {dest}) {done}"
         return f"({source}written to {dest}) {done}"
     return done
 

@@ -8,15 +8,24 @@ from typing import Any
 
 from compactctl.errors import UsageError
 from compactctl.io.jsonl import dump_events
-from compactctl.model import Message, dumps
+from compactctl.model import Message, SessionEvent, dumps
 
 __all__ = ["materialized_lines", "openai_messages", "to_openai"]
 
 
 def materialized_lines(
-    view: list[Message], as_format: str, transcript_path: str | None = None
+    view: list[Message],
+    as_format: str,
+    transcript_path: str | None = None,
+    *,
+    session: SessionEvent | None = None,
 ) -> Iterator[bytes]:
     """The effective context as JSONL: canonical messages, or OpenAI Chat Completions ones.
+
+    Canonical output starts with ``session``, the log's session event, when there is one:
+    its model, session id and context window stay with the context (``inspect`` and ``eval``
+    of the file then count and size it as the original's). OpenAI messages have no place
+    for it.
 
     This is what a resuming agent is given, so a summary is framed for it
     (:func:`~compactctl.summarize.summary_format.resume_text`: the session continues from a
@@ -35,7 +44,7 @@ def materialized_lines(
         raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
     view = [_framed(m, transcript_path) if "summaryOf" in m.data else m for m in view]
     if as_format == "canonical":
-        return dump_events(view)
+        return dump_events([session, *view] if session is not None else view)
     if as_format == "openai":
         return (dumps(msg) + b"\n" for msg in openai_messages(view))
     raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")

@@ -99,7 +99,10 @@ def test_stdin_to_stdout_keeps_raw_bytes_and_materialize(tmp_path: Path):
     out = tmp_path / "ctx.jsonl"
     r = run_cli("compact", "--force", "--materialize", "-o", str(out), "-", input=original)
     assert r.returncode == 0 and r.stdout == b""
-    assert all(orjson.loads(x)["type"] == "message" for x in out.read_bytes().splitlines())
+    # the session event first (model, window, session id kept), then the context's messages
+    types = [orjson.loads(x)["type"] for x in out.read_bytes().splitlines()]
+    assert types[0] == "session" and set(types[1:]) == {"message"}
+    assert out.read_bytes().splitlines()[0] == original.splitlines()[0]
 
 
 def test_events_on_stderr(tmp_path: Path):
