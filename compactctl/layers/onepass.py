@@ -86,10 +86,14 @@ class OnePassOptions:
     """The options of one pass: which layers, and each one's options.
 
     Attributes:
-        layers: names from :data:`LAYER_ORDER`, in that order (:func:`parse_layers`).
+        layers: names from :data:`LAYER_ORDER`, in that order, or ``("all",)``; checked and
+            normalised by :func:`parse_layers` (a comma-separated string is taken too).
         rules, dedup, compact, tiers: each layer's options; ``compact`` holds micro's
             (``compact.micro``) and the summary's, and its ``micro_only`` /
             ``micro_enabled`` are set from ``layers`` (:meth:`compact_options`).
+
+    Raises:
+        UsageError: an unknown layer, one named twice, none, or the layers out of order.
     """
 
     layers: tuple[str, ...] = LAYER_ORDER
@@ -97,6 +101,11 @@ class OnePassOptions:
     dedup: DedupOptions = field(default_factory=DedupOptions)
     compact: CompactOptions = field(default_factory=CompactOptions)
     tiers: TiersOptions = field(default_factory=TiersOptions)
+
+    def __post_init__(self) -> None:
+        layers: Any = self.layers  # a str from a library caller, though typed as a tuple
+        text = layers if isinstance(layers, str) else ",".join(layers)
+        object.__setattr__(self, "layers", parse_layers(text))
 
     def compact_options(self) -> CompactOptions | None:
         """The compact layer's options for the micro and summary steps named (``None``:
