@@ -23,7 +23,7 @@ echo "== 2. Compact it in place: micro compaction + an offline extractive summar
 step $BIN/compactctl compact --force "$DEMO/session.jsonl"
 step $BIN/compactctl compact --force "$DEMO/session.jsonl"   # idempotent: appends nothing
 step $BIN/compactctl inspect --json "$DEMO/session.jsonl" --estimate \
-  | $BIN/python -c 'import json,sys; f=json.load(sys.stdin)["files"][0]; print("tokens", f["tokens"], "-> effective", f["effectiveTokens"], "| history:", [h.get("mode") or h.get("format") for h in f["history"]])'
+  | $BIN/python -c 'import json,sys; f=json.load(sys.stdin)["files"][0]; print("tokens (chars-based estimate)", f["tokens"], "-> effective", f["effectiveTokens"], "| history:", [h.get("mode") or h.get("format") for h in f["history"]])'
 
 echo "== 3. What did the compaction keep? Probes from the original messages, in the effective context"
 step $BIN/compactctl eval "$DEMO/session.jsonl"
@@ -35,7 +35,7 @@ echo "== 4. The layers as a pipe: rules | dedup | compact, stdin to stdout"
 printf '\n\033[1m$ compactctl rules - < small.jsonl | compactctl dedup - | compactctl compact --force --materialize - > context.jsonl\033[0m\n'
 $BIN/compactctl rules - < "$DEMO/small.jsonl" | $BIN/compactctl dedup - \
   | $BIN/compactctl compact --force --materialize - > "$DEMO/context.jsonl"
-echo "context.jsonl: $(wc -l < "$DEMO/context.jsonl") messages (from $(grep -c '"type":"message"' "$DEMO/small.jsonl"))"
+echo "context.jsonl: $(grep -c '"type":"message"' "$DEMO/context.jsonl") messages (from $(grep -c '"type":"message"' "$DEMO/small.jsonl"))"
 
 echo "== 5. A Claude Code session file: read as is, written as canonical JSONL with -o"
 step $BIN/compactctl compact --force -o "$DEMO/claude-compacted.jsonl" "$DEMO/claude-session.jsonl"
