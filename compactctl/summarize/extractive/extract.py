@@ -116,8 +116,9 @@ class _Concepts:
         self.counts[name] += 1
 
     def scan(self, text: str, introduce: bool = True) -> None:
-        for test in _TEST_ID_RE.finditer(text):
-            self.add(test.group("name").split("[")[0], 2) if introduce else None
+        if introduce:
+            for test in _TEST_ID_RE.finditer(text):
+                self.add(test.group("name").split("[")[0], 2)
         for ticket in _TICKET_RE.findall(text):
             if introduce or ticket in self.order:
                 self.add(ticket, 3)
@@ -286,8 +287,9 @@ class Extractor:
 
     def _assistant(self, index: int, message: Mapping[str, Any]) -> None:
         text = text_of(message.get("content")).strip()
+        sentences = split_sentences(text) if text else []
         if text:
-            followup = join_sentences(split_sentences(text)[:2])
+            followup = join_sentences(sentences[:2])
             for error in self.awaiting_followup:
                 if _about(error, followup):  # never a next message on something else
                     error.followup = followup
@@ -302,7 +304,6 @@ class Extractor:
         self.facts.last_message = text
         self.concepts.scan(text, introduce=False)
         self._checkboxes(text)
-        sentences = split_sentences(text)
         for position, sentence in enumerate(sentences):
             rank = decision_rank(sentence)
             if rank:
