@@ -278,27 +278,26 @@ def _has_image(content: Any) -> bool:
     )
 
 
-_PLANNED: dict[int, tuple[CompactEvent, Any, dict[str, tuple[bool, Any, Any]]]] = {}
-"""The contents :func:`plan_micro_view` elided for its newest events: ``id(event) ->
-(event, its params, {target uuid: (tool output?, content before, content after)})``. The
-replay that follows a plan (``session.extended``, the sizes after the layer) then elides
-nothing again: on the 32 MB bench session, 2,199 outputs (half the time of micro
-compaction). An entry is used only for that very event with the same params and a target
-whose role and content are equal to the planned ones (elision is a function of the content
-and params alone), so a replay is the same with or without it."""
+_PLANNED: dict[int, tuple[CompactEvent, Any, dict[int, tuple[Message, Message]]]] = {}
+"""The messages :func:`plan_micro_view` elided for its newest events: ``id(event) ->
+(event, its params, {id(message before): (message before, message after)})``. The replay
+that follows a plan (``session.extended``) then elides nothing again (on the 32 MB bench
+session, 2,199 outputs: half the time of micro compaction) and gives back the very message
+objects the plan made, which the prompt sizes have measured already (by ``id``). An entry
+is used only for that very event with the same params and the same message objects (which
+are never mutated; elision is a function of the message and the params alone), so a replay
+is the same with or without it; it is taken by the first replay that uses it (or dropped
+after :data:`_PLANNED_EVENTS` newer ones), as it holds messages of the session."""
 _PLANNED_EVENTS = 4  # the micro event and the kept tail's of one run, with room to spare
 _PLANNED_LOCK = threading.Lock()
 
 
-def _remember(event: CompactEvent, found: Sequence[tuple[Message, Any]]) -> None:
-    """Keep the elided contents of a planned event (:data:`_PLANNED`)."""
-    entry = (
-        event,
-        event.params,
-        {m.uuid: (m.role == "tool", m.content, new) for m, new in found if m.uuid},
-    )
+def _remember(event: CompactEvent, before: View, after: View) -> None:
+    """Keep the messages a planned event elided (:data:`_PLANNED`); ``after`` is
+    ``apply_micro(before, event)``, message for message."""
+    changed = {id(m): (m, e) for m, e in zip(before, after, strict=True) if e is not m}
     with _PLANNED_LOCK:
-        _PLANNED[id(event)] = entry
+        _PLANNED[id(event)] = (event, dict(event.params), changed)
         while len(_PLANNED) > _PLANNED_EVENTS:
             del _PLANNED[next(iter(_PLANNED))]
 
@@ -307,35 +306,43 @@ def _remember(event: CompactEvent, found: Sequence[tuple[Message, Any]]) -> None
 def apply_micro(view: View, event: CompactEvent) -> View:
     """Replay a micro CompactEvent: elide each target's text with the recorded params (a tool
     output's text; a user message's images only, from version 2)."""
-    return _apply(view, event, {})
+    with _PLANNED_LOCK:
+        planned = _PLANNED.get(id(event))
+        if planned is not None and (planned[0] is not event or planned[1] != event.params):
+            planned = None
+        if planned is not None:
+            del _PLANNED[id(event)]
+    return _apply(view, event, {}, planned[2] if planned is not None else {})
 
 
-def _apply(view: View, event: CompactEvent, elided: Mapping[int, tuple[Message, Any]]) -> View:
-    """:func:`apply_micro`, reusing the elided contents already computed for some messages.
+def _apply(
+    view: View,
+    event: CompactEvent,
+    elided: Mapping[int, tuple[Message, Any]],
+    known: Mapping[int, tuple[Message, Message]] | None = None,
+) -> View:
+    """:func:`apply_micro`, reusing what was already computed for some messages.
 
     ``elided`` maps ``id(message)`` to ``(message, _elide_content(message.content,
-    event.params))``; it holds the message so that the id cannot be reused. Messages it
-    misses are elided here (or taken from :data:`_PLANNED`), so the result is always that of
-    :func:`apply_micro`.
+    event.params))``, ``known`` to ``(message, the message after)``; each holds the message
+    so that the id cannot be reused. Messages both miss are elided here, so the result is
+    always that of :func:`apply_micro`.
     """
     targets = set(event.targets)
     params = event.params
-    planned = _PLANNED.get(id(event))
-    contents = (
-        planned[2] if planned is not None and planned[0] is event and planned[1] == params else {}
-    )
     out: View = []
     for m in view:
         if m.uuid in targets:
-            known = elided.get(id(m))
-            tool = m.role == "tool"
-            before = contents.get(m.uuid) if known is None else None
-            if known is not None:
-                new = known[1]
-            elif before is not None and before[0] == tool and before[1] == m.content:
-                new = before[2]
-            else:
-                new = _elide_content(m.content, params, text=tool)
+            done = known.get(id(m)) if known else None
+            if done is not None and done[0] is m:
+                out.append(done[1])
+                continue
+            hit = elided.get(id(m))
+            new = (
+                hit[1]
+                if hit is not None
+                else _elide_content(m.content, params, text=m.role == "tool")
+            )
             if new != m.content:
                 e = m.evolve(content=new)
                 assert isinstance(e, Message)
@@ -449,8 +456,9 @@ def plan_micro_view(
     }
     event = event_from_dict(data)
     assert isinstance(event, CompactEvent)
-    _remember(event, found)
-    return event, _apply(view, event, {id(m): (m, new) for m, new in found})
+    after = _apply(view, event, {id(m): (m, new) for m, new in found})
+    _remember(event, view, after)
+    return event, after
 
 
 @dataclass
