@@ -456,9 +456,9 @@ def plan_micro_view(
     }
     event = event_from_dict(data)
     assert isinstance(event, CompactEvent)
-    after = _apply(view, event, {id(m): (m, new) for m, new in found})
-    _remember(event, view, after)
-    return event, after
+    elided = _apply(view, event, {id(m): (m, new) for m, new in found})
+    _remember(event, view, elided)
+    return event, elided
 
 
 @dataclass
