@@ -12,8 +12,9 @@ duplicates of which newer ones:
 1. exact repeats, by their normalized text;
 2. near-duplicates among the remaining distinct texts, either by comparing all pairs (few
    texts) or with MinHash (Broder 1997, "On the resemblance and containment of documents")
-   and LSH banding (Leskovec, Rajaraman, Ullman, "Mining of Massive Datasets", ch. 3) through
-   datasketch's ``MinHashLSH``. LSH only proposes candidates: every reported pair is checked
+   and LSH banding (Leskovec, Rajaraman, Ullman, "Mining of Massive Datasets", ch. 3) as
+   datasketch's ``MinHashLSH`` bands and indexes them (the index is kept here, one dict per
+   band: :class:`_BandIndex`). LSH only proposes candidates: every reported pair is checked
    with the exact Jaccard similarity, so every pair it reports is a true near-duplicate.
 
 numpy and datasketch are imported inside the functions that need them, so importing this
@@ -307,8 +308,9 @@ def find_duplicates(
     J <= min(|A|, |B|) / max(|A|, |B|)); in pure Python below 128 Ki characters of distinct
     text (numpy is then not even imported), else with numpy. From ``lsh_min_items`` up,
     MinHashes of ``num_perm`` permutations are built (datasketch ``affine32`` scheme, seed
-    :data:`MINHASH_SEED`, computed in numpy) and the surviving representatives are indexed in
-    a datasketch ``MinHashLSH`` banded for ``lsh_threshold`` (see :data:`LSH_WEIGHTS`);
+    :data:`MINHASH_SEED`, computed in numpy) and the surviving representatives are indexed
+    as in a datasketch ``MinHashLSH`` banded for ``lsh_threshold`` (see :data:`LSH_WEIGHTS`
+    and :class:`_BandIndex`);
     every candidate it returns is verified with the exact Jaccard. Texts whose bands equal
     no other text's band (found with numpy; usually most texts) can neither be returned by
     nor get anything from a query, so they skip the index: same result, less time. LSH may
@@ -948,14 +950,8 @@ def _near_lsh(
     query and are not indexed (no query could return them). Likewise a text that shares
     bands only with older texts skips its query, and one that shares bands only with newer
     texts is not indexed (see :func:`_band_partners`). Once the signatures are known, only the
-    shingle sets and signatures of texts sharing a band are kept.
-
-    The index is datasketch ``MinHashLSH``'s, kept here in one dict per band: a band's key
-    is the bytes of its ``rows`` signature values (``MinHashLSH`` keys a band by the same
-    values, byte-swapped), and a query returns every indexed text with an equal key in some
-    band, as ``MinHashLSH.query`` does. Same candidates, without its per-call overhead
-    (its query and insert took 0.3 s of the 1.0 s of this search, under the profiler, on
-    the 32 MB bench session).
+    shingle sets and signatures of texts sharing a band are kept. The index is
+    :class:`_BandIndex` (datasketch ``MinHashLSH``'s candidates).
     """
     assert sets.grams is not None
     signatures = _minhash_matrix(sets.grams, sets.offsets, num_perm, MINHASH_SEED)
