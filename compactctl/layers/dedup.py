@@ -14,6 +14,8 @@ with the similarity of each pair; the registered reducer applies it on replay.
 from __future__ import annotations
 
 import contextlib
+import operator
+import threading
 import uuid as uuidlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -30,7 +32,7 @@ from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.replay import View, reducer, tool_names
 from compactctl.session import Session
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter, prompt_tokens
+from compactctl.tokens import PromptSizes, TokenCounter, prompt_tokens
 
 __all__ = [
     "DedupLayer",
@@ -76,6 +78,42 @@ def _eligible(m: Message, scope: str) -> bool:
     return False
 
 
+_PLANNED: dict[int, tuple[CompactEvent, Any, Any, list[Message], View]] = {}
+"""The context :func:`_plan` computed after each of its newest events: ``id(event) ->
+(event, its duplicateOf, its params, the view before, the view after)``. The replay that
+follows a plan (``session.extended``) gets that very list of messages back when it applies
+the same event to the same messages (the same objects, which are never mutated), so the
+prompt sizes find each pointer message already measured (by ``id``). An entry is taken by
+the first replay that can use it (or dropped after :data:`_PLANNED_EVENTS` newer ones): it
+holds the session's messages."""
+_PLANNED_EVENTS = 2
+_PLANNED_LOCK = threading.Lock()
+
+
+def _remember(event: CompactEvent, before: View, after: View) -> None:
+    """Keep the context after a planned event (:data:`_PLANNED`)."""
+    entry = (event, dict(event.data["duplicateOf"]), dict(event.params), list(before), after)
+    with _PLANNED_LOCK:
+        _PLANNED[id(event)] = entry
+        while len(_PLANNED) > _PLANNED_EVENTS:
+            del _PLANNED[next(iter(_PLANNED))]
+
+
+def _planned(view: View, event: CompactEvent) -> View | None:
+    """The context :func:`_plan` computed for ``event`` applied to ``view`` (the same
+    message objects in the same order, the event's replay fields unchanged), or ``None``."""
+    with _PLANNED_LOCK:
+        entry = _PLANNED.get(id(event))
+        if entry is None or entry[0] is not event or len(entry[3]) != len(view):
+            return None
+        if not all(map(operator.is_, entry[3], view)):
+            return None
+        if entry[1] != event.data.get("duplicateOf") or entry[2] != event.params:
+            return None
+        del _PLANNED[id(event)]
+    return list(entry[4])
+
+
 @reducer("dedup")
 def apply_dedup(view: View, event: CompactEvent) -> View:
     """Replay a dedup CompactEvent: point older tool outputs at the newer copy; drop older
@@ -83,6 +121,9 @@ def apply_dedup(view: View, event: CompactEvent) -> View:
     dup = event.data.get("duplicateOf")
     if not isinstance(dup, dict):
         return view
+    planned = _planned(view, event)
+    if planned is not None:
+        return planned
     sims = event.params.get("similarity")
     sims = sims if isinstance(sims, dict) else {}
     tool_of_call = tool_names(view)
@@ -165,13 +206,22 @@ class DedupLayer(EventLayer):
             ValueError: the session's encoding is unavailable and there are duplicates to
                 count.
         """
-        event, report = _plan(session.effective(), options, self.now(), session.counter)
+        event, report = _plan(
+            session.effective(), options, self.now(), session.counter, session.sizes
+        )
         return Plan([event] if event is not None else [], report)
 
 
 def _plan(
-    view: View, opts: DedupOptions, timestamp: str, counter: TokenCounter
+    view: View,
+    opts: DedupOptions,
+    timestamp: str,
+    counter: TokenCounter,
+    sizes: PromptSizes | None = None,
 ) -> tuple[CompactEvent | None, DedupReport]:
+    """The dedup event of ``view`` and its report; the prompt tokens before and after by
+    ``sizes`` (the session's, which has sized most messages already) when given, else by
+    :func:`~compactctl.tokens.prompt_tokens` (the same numbers)."""
     from compactctl.layers.similarity import find_duplicates
 
     counts = Counter(m.uuid for m in view)
@@ -231,8 +281,12 @@ def _plan(
         }
     )
     assert isinstance(event, CompactEvent)
-    before = prompt_tokens(view, counter)
-    after = prompt_tokens(apply_dedup(view, event), counter)
+    after_view = apply_dedup(view, event)
+    if sizes is not None:
+        before, after = sizes.totals(view)[0], sizes.totals(after_view)[0]
+    else:
+        before, after = prompt_tokens(view, counter), prompt_tokens(after_view, counter)
+    _remember(event, view, after_view)
     report.tokens_before, report.tokens_after, report.tokens_saved = before, after, before - after
     event.data["stats"] = {"tokensBefore": before, "tokensAfter": after, "groups": report.groups}
     return event, report

@@ -145,10 +145,19 @@ def _pinned(m: Message, first_user: str | None, patterns: Sequence[re.Pattern[st
     return False
 
 
-def tail_start(view: View, budget: int, size: Callable[[Message], int]) -> int:
+def tail_start(
+    view: View,
+    budget: int,
+    size: Callable[[Message], int],
+    *,
+    blocks: Mapping[str, str] | None = None,
+    index: Mapping[str | None, int] | None = None,
+) -> int:
     """Where a tail of at most ``budget`` tokens starts: the smallest index ``i`` such that
     ``view[i:]`` splits no tool block and its messages' ``size`` (tokens) sum to at most
     ``budget``; the start of the newest block (or message) when even that one is larger.
+    ``blocks`` (:func:`~compactctl.replay.tool_block_keys` of ``view``) and ``index`` (each
+    uuid's position in ``view``) are computed when not given.
 
     >>> from compactctl.model import Message
     >>> view = [Message({"type": "message", "uuid": str(i), "role": "user", "content": "x"})
@@ -156,8 +165,10 @@ def tail_start(view: View, budget: int, size: Callable[[Message], int]) -> int:
     >>> tail_start(view, 3, lambda m: 1), tail_start(view, 0, lambda m: 1)
     (2, 4)
     """
-    blocks = tool_block_keys(view)
-    index = {m.uuid: i for i, m in enumerate(view) if m.uuid is not None}
+    if blocks is None:
+        blocks = tool_block_keys(view)
+    if index is None:
+        index = {m.uuid: i for i, m in enumerate(view) if m.uuid is not None}
     start = len(view)
     used = 0
     need = len(view)  # the earliest block start any message from i on belongs to
@@ -226,7 +237,7 @@ def select_span(
                 start, request = min(start, i), i
                 break
         if keep_recent_tokens is not None and size is not None:
-            by_tokens = tail_start(view, keep_recent_tokens, size)
+            by_tokens = tail_start(view, keep_recent_tokens, size, blocks=blocks, index=index)
             start, within_turn = max(start, by_tokens), max(within_turn, by_tokens)
         span = _span(view, start, first_user, patterns)
         if span or within_turn == start:
@@ -249,18 +260,9 @@ def _span(
     summary, and not sharing its uuid with a message that stays (a summary replaces by uuid:
     it would take the kept one with it; a log can repeat a uuid)."""
     stays = {m.uuid for m in view[start:] if m.uuid}
-    stays |= {
-        m.uuid
-        for m in view[:start]
-        if m.uuid and ("summaryOf" in m.data or _pinned(m, first_user, patterns))
-    }
-    return [
-        m
-        for m in view[:start]
-        if "summaryOf" not in m.data
-        and not _pinned(m, first_user, patterns)
-        and not (m.uuid and m.uuid in stays)
-    ]
+    head = [(m, "summaryOf" in m.data or _pinned(m, first_user, patterns)) for m in view[:start]]
+    stays |= {m.uuid for m, kept in head if kept and m.uuid}
+    return [m for m, kept in head if not kept and not (m.uuid and m.uuid in stays)]
 
 
 def _redact_result(result: SummaryResult) -> SummaryResult:

@@ -54,6 +54,7 @@ every secret detect-secrets finds in the secrets corpus is redacted.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields, replace
@@ -432,8 +433,10 @@ _TYPES = _wordset(
 _LINE_LEAD = re.compile(r"(?:[ \t]*(?:export|set|setx|env|ENV|ARG|-)?[ \t]+|[ \t]*)$")
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_class(name: str) -> int:
-    """2 for a strong name, 1 for a weak one, 0 for a name that holds no secret."""
+    """2 for a strong name, 1 for a weak one, 0 for a name that holds no secret (cached: a
+    session's tool arguments repeat a few keys thousands of times)."""
     words = _WORDS.findall(name.lower() if name.isupper() or name.islower() else name)
     words = [w.lower() for w in words] if not name.islower() else words
     if not words or words[-1] in _NOT_SECRET:
@@ -783,19 +786,31 @@ def redact_value(value: Any, key: str | None = None) -> Any:
     {'password': '[REDACTED:assigned-secret]', 'n': 3,
      'args': ['--token', '[REDACTED:github-token]']}
     """
+    return _redact_value(value, key, {})
+
+
+def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
+    """:func:`redact_value`, each distinct string redacted once: ``seen`` maps a string to
+    :func:`redact` of it, for the strings of one request (the 32 MB bench session's
+    summary request: 22.8 MB in 20,783 strings, 10.9 MB distinct)."""
     if isinstance(value, str):
         if key is not None and value and _name_class(key) == 2 and _plausible(value, True, False):
             return "[REDACTED:assigned-secret]"
         if key is not None and value and _name_class(key) == 1 and _generated(value):
             return "[REDACTED:assigned-secret]"
-        return redact(value)
+        out = seen.get(value)
+        if out is None:
+            out = seen[value] = redact(value)
+        return out
     if isinstance(value, (int, float)) and not isinstance(value, bool) and key is not None:
         # a numeric password or PIN: {"password": 123456}
         return "[REDACTED:assigned-secret]" if _name_class(key) == 2 else value
     if isinstance(value, Mapping):
-        return {k: redact_value(v, k if isinstance(k, str) else None) for k, v in value.items()}
+        return {
+            k: _redact_value(v, k if isinstance(k, str) else None, seen) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return type(value)(redact_value(v) for v in value)
+        return type(value)(_redact_value(v, None, seen) for v in value)
     return value
 
 
@@ -803,15 +818,24 @@ def redact_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
     """Canonical message dicts with their text redacted: ``content`` (a string or parts),
     ``toolCalls`` (their ``arguments``, a JSON string or an object). Ids, roles and other
     metadata are kept as they are."""
+    return _redact_messages(messages, {})
+
+
+def _redact_messages(
+    messages: Sequence[Mapping[str, Any]], seen: dict[str, str]
+) -> list[dict[str, Any]]:
+    """:func:`redact_messages` with the strings already redacted (see :func:`_redact_value`)."""
     out = []
     for m in messages:
         d = dict(m)
         if "content" in d:
-            d["content"] = redact_value(d["content"])
+            d["content"] = _redact_value(d["content"], None, seen)
         calls = d.get("toolCalls")
         if isinstance(calls, list):
             d["toolCalls"] = [
-                {**c, "arguments": redact_value(c.get("arguments"))} if isinstance(c, dict) else c
+                {**c, "arguments": _redact_value(c.get("arguments"), None, seen)}
+                if isinstance(c, dict)
+                else c
                 for c in calls
             ]
         out.append(d)
@@ -824,18 +848,19 @@ def redact_request(request: SummaryRequest) -> SummaryRequest:
     the pinned constraints, the first and latest requests, and any text field added later
     (every field but ``format`` and ``max_chars`` is walked)."""
     changes: dict[str, Any] = {}
+    seen: dict[str, str] = {}  # each distinct string redacted once
     for f in fields(request):
         value = getattr(request, f.name)
         if f.name in ("format", "max_chars") or value is None:
             continue
         if f.name == "messages":
-            changes[f.name] = redact_messages(value)
+            changes[f.name] = _redact_messages(value, seen)
         elif f.name == "prior":
             changes[f.name] = replace(
                 value,
                 text=redact(value.text),
-                task_state=redact_value(value.task_state),
+                task_state=_redact_value(value.task_state, None, seen),
             )
         else:
-            changes[f.name] = redact_value(value)
+            changes[f.name] = _redact_value(value, None, seen)
     return replace(request, **changes)

@@ -26,13 +26,18 @@ from compactctl.summarize.extractive.failures import (
 )
 from compactctl.summarize.extractive.intent import (
     CHECKBOX_RE,
+    DECISION_WORDS,
     DEFER_RE,
+    DEFER_WORDS,
     NEXT_LABEL_RE,
     NEXT_RE,
+    NEXT_WORDS,
     PENDING_RE,
+    PENDING_WORDS,
     constraint_sentences,
     constraint_text,
     decision_rank,
+    holds_word,
     injected_instructions,
     instruction_file,
     long_enough,
@@ -116,8 +121,9 @@ class _Concepts:
         self.counts[name] += 1
 
     def scan(self, text: str, introduce: bool = True) -> None:
-        for test in _TEST_ID_RE.finditer(text):
-            self.add(test.group("name").split("[")[0], 2) if introduce else None
+        if introduce:
+            for test in _TEST_ID_RE.finditer(text):
+                self.add(test.group("name").split("[")[0], 2)
         for ticket in _TICKET_RE.findall(text):
             if introduce or ticket in self.order:
                 self.add(ticket, 3)
@@ -158,6 +164,7 @@ _FIX_WORDS_RE = re.compile(
     re.IGNORECASE,
 )
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_CREATED_RE = re.compile(r"\b(?:created|new file)\b", re.IGNORECASE)  # a write's result
 _NAME_RE = re.compile(r"[A-Za-z_]\w*")  # a traceback frame's function name
 
 
@@ -222,6 +229,9 @@ class Extractor:
         self.plan_index = -1
         self.last_assistant_text_index = -1
         self.last_turn_calls: list[str] = []
+        # exit codes by result text: a span repeats tool outputs (the 32 MB bench session:
+        # 5,369 results, 3,209 distinct texts)
+        self.exit_codes: dict[str, int | None] = {}
 
     # -- driver
 
@@ -275,10 +285,11 @@ class Extractor:
         self.last_user = (index, label, text)
         self.last_turn_calls = []
         self.concepts.scan(text)
+        may_defer = holds_word(text, DEFER_WORDS)  # else no sentence of it can match
         for sentence in split_sentences(text):
             if sentence.endswith(("?", "？")):
                 continue
-            if DEFER_RE.search(sentence) and long_enough(sentence):
+            if may_defer and DEFER_RE.search(sentence) and long_enough(sentence):
                 self.sentence_pending.append(sentence)
         self.facts.constraints.extend(constraint_text(c) for c in constraint_sentences(text))
 
@@ -286,8 +297,9 @@ class Extractor:
 
     def _assistant(self, index: int, message: Mapping[str, Any]) -> None:
         text = text_of(message.get("content")).strip()
+        sentences = split_sentences(text) if text else []
         if text:
-            followup = join_sentences(split_sentences(text)[:2])
+            followup = join_sentences(sentences[:2])
             for error in self.awaiting_followup:
                 if _about(error, followup):  # never a next message on something else
                     error.followup = followup
@@ -302,9 +314,12 @@ class Extractor:
         self.facts.last_message = text
         self.concepts.scan(text, introduce=False)
         self._checkboxes(text)
-        sentences = split_sentences(text)
+        # a regex that cannot match the text cannot match any of its sentences
+        may_decide = holds_word(text, DECISION_WORDS)
+        may_next = holds_word(text, NEXT_WORDS)
+        may_pend = holds_word(text, PENDING_WORDS)
         for position, sentence in enumerate(sentences):
-            rank = decision_rank(sentence)
+            rank = decision_rank(sentence) if may_decide else 0
             if rank:
                 decision = sentence
                 if (
@@ -316,11 +331,12 @@ class Extractor:
                     decision = join_sentences([decision, sentences[position + 1]])
                 self.facts.decisions.append(Decision(decision, rank, self.decision_order))
                 self.decision_order += 1
-            if NEXT_RE.search(sentence) and not DEFER_RE.search(sentence):
+            if may_next and NEXT_RE.search(sentence) and not DEFER_RE.search(sentence):
                 self.facts.next_step = NEXT_LABEL_RE.sub("", sentence).strip() or sentence
                 self.next_index = index
             elif (
-                PENDING_RE.search(sentence)
+                may_pend
+                and PENDING_RE.search(sentence)
                 and long_enough(sentence)
                 and not CHECKBOX_RE.match(sentence)
             ):
@@ -349,7 +365,12 @@ class Extractor:
         result = self.results.get(str(call.get("id")))
         result_text = text_of(result.get("content")) if result else ""
         failed = bool(result and result.get("isError"))
-        code = reported_exit_code(result_text) if result else None
+        code = None
+        if result:
+            if result_text in self.exit_codes:
+                code = self.exit_codes[result_text]
+            else:
+                code = self.exit_codes[result_text] = reported_exit_code(result_text)
         if code not in (None, 0):
             failed = True
         self.facts.stats.tools[name] += 1
@@ -469,9 +490,7 @@ class Extractor:
         editor = args.get("command")
         action = EDITOR_COMMANDS.get(editor, "") if isinstance(editor, str) else ""
         action = action or KIND_ACTION.get(kind, "touched")
-        if action == "written" and re.search(
-            r"\b(?:created|new file)\b", result_text[:300], re.IGNORECASE
-        ):
+        if action == "written" and _CREATED_RE.search(result_text[:300]):
             action = "created"
         paths = [args[k] for k in PATH_KEYS if isinstance(args.get(k), str)]
         for key in PATH_LIST_KEYS:

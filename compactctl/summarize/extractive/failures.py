@@ -218,9 +218,12 @@ _FOUND_ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent ca
 """Literals one of which a text must hold for :func:`found_errors` to find anything: every
 match of the case-sensitive :data:`_LOG_LEVEL_RE` is one of the first three, and a traceback
 starts with the last (a cheap ``in`` test skips the per-line scan of most outputs)."""
-_LOCATED_SHAPE_RE = re.compile(r":\d+\b|--- FAIL: ")
+_LOCATED_SHAPE_RE = re.compile(r":\d+\b")
 """What every line of :data:`_SHAPED_ERROR_RE` and :data:`_LOCATED_ERROR_RE` holds: a
-``:N`` line number (or Go's failure marker); the prefilter of :func:`located_errors`."""
+``:N`` line number (or Go's failure marker ``--- FAIL: ``, tested apart: a regex that starts
+with the literal ``:`` is searched for that character first, 7 times faster on the tool
+outputs of the 32 MB bench session than the alternation of both); the prefilter of
+:func:`located_errors`."""
 
 
 def located_errors(text: str) -> list[str]:
@@ -232,7 +235,7 @@ def located_errors(text: str) -> list[str]:
     >>> located_errors("Deploying...\\nError: connection refused at scripts/deploy.sh:42\\nok")
     ['Error: connection refused at scripts/deploy.sh:42']
     """
-    if _LOCATED_SHAPE_RE.search(text) is None:
+    if "--- FAIL: " not in text and _LOCATED_SHAPE_RE.search(text) is None:
         return []
     found = []
     for raw in text.split("\n"):

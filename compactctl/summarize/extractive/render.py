@@ -384,21 +384,25 @@ def _sections(facts: Facts, detail: _Detail, request: SummaryRequest) -> dict[st
     ]
     if detail.problem_items:
         problem += [clip(p, prose) for p in facts.problem[-detail.problem_items :]]
-    users = [
-        (f"{label}: " if label else "")
-        + shorten_user(text, detail.user_head, detail.user_constraints)
-        for label, text in facts.user_messages
-    ]
     user_last = detail.user_last
     if detail.ledger:
         cap = _USERS_KEPT[min(detail.ledger, len(_USERS_KEPT) - 1)]
         user_last = cap if user_last < 0 else min(user_last, cap)
-    if 0 <= user_last < len(users):
-        omitted = len(users) - user_last
+    kept = facts.user_messages
+    if 0 <= user_last < len(kept):
+        kept = kept[len(kept) - user_last :]  # only these are shortened (and listed)
+    users = [
+        (f"{label}: " if label else "")
+        + shorten_user(text, detail.user_head, detail.user_constraints)
+        for label, text in kept
+    ]
+    if len(kept) < len(facts.user_messages):
+        omitted = len(facts.user_messages) - len(kept)
         users = [
             f"({omitted} earlier user message(s) left out for the budget; their "
-            "constraints are under Primary Request)"
-        ] + users[len(users) - user_last :]
+            "constraints are under Primary Request)",
+            *users,
+        ]
     sections = {
         "Primary Request": primary,
         "Key Technical Concepts": facts.concepts[: detail.concepts],

@@ -64,3 +64,41 @@ def test_dedup_recall_and_precision_against_exact_jaccard():
     texts = dict(items)
     for older, newer in dup.items():  # precision 1.0: every reported pair verified
         assert jaccard(shingles(texts[older]), shingles(texts[newer])) >= 0.6
+
+
+def test_the_replay_after_a_plan_gets_the_planned_context_and_sizes_agree():
+    """DedupLayer sizes its before and after by the session's sizes (the same numbers as
+    prompt_tokens), and the replay of the planned event over the same messages gives back
+    the planned messages themselves (dedup._PLANNED); any other view is replayed afresh."""
+    from compactctl.layers import dedup
+    from compactctl.layers.dedup import DedupLayer
+    from compactctl.session import Session
+    from compactctl.tokens import TokenCounter, prompt_tokens
+
+    text = "error: connection refused while fetching package index from the mirror " * 4
+    log = [
+        message("u1", "user", "go"),
+        message("a0", "assistant", "", toolCalls=[{"id": "c1", "name": "bash", "arguments": {}}]),
+        message("t1", "tool", text, toolCallId="c1"),
+        message("a2", "assistant", "", toolCalls=[{"id": "c2", "name": "bash", "arguments": {}}]),
+        message("t2", "tool", text, toolCallId="c2"),
+    ]
+    session = Session.from_events(log, counter=TokenCounter("estimate"))
+    plan = DedupLayer(now=lambda: T).plan(session, DedupOptions())
+    (event,) = plan.events
+    assert id(event) in dedup._PLANNED
+    extended = session.extended([event]).effective()
+    assert id(event) not in dedup._PLANNED  # taken by that replay
+    fresh = replay(log + [event])  # computed again
+    assert [m.data for m in extended] == [m.data for m in fresh]
+    counter = TokenCounter("estimate")
+    assert plan.report.tokens_before == prompt_tokens(replay(log), counter)
+    assert plan.report.tokens_after == prompt_tokens(fresh, counter)
+    assert extended[2].content.startswith("[duplicate of the bash output in message t2")
+    # another view (here a message object that is not the planned one) is replayed afresh
+    plan = DedupLayer(now=lambda: T).plan(session, DedupOptions())
+    (event,) = plan.events
+    other = [message("u1", "user", "go"), *session.effective()[1:]]
+    assert dedup.apply_dedup(other, event)[0] is other[0]
+    assert id(event) in dedup._PLANNED
+    assert [m.data for m in dedup.apply_dedup(other, event)] == [m.data for m in fresh]

@@ -268,3 +268,91 @@ def test_the_candidate_search_finds_every_salient_line(lines: list[str], sep: st
     kept, matched = salient_lines(text, max_lines=1000, max_chars=10**6)
     assert matched == len(expected)
     assert kept == [line for _, pos, line in sorted(expected.values(), key=lambda v: v[1])]
+
+
+_LINE_CHARS = [*"aeE rorxF.:(0123456789=-_/\t", "rror", "RROR", "Error", "xception", "fatal",
+               "FATAL", "panic", "Traceback", 'File "', "E   ", "passed", "failed", "pending",
+               "passing", " in ", "ok", "FAIL", "PASS", "OK", "Ran 3 tests", "Tests:", "---",
+               "test result: ", "Found 1 error in ", "Success: no issues found", "é",
+               "\r"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.sampled_from(FRAGMENTS), st.lists(st.sampled_from(_LINE_CHARS)).map("".join)))
+def test_the_salient_rank_prefilters_change_no_verdict(line: str):
+    """_salient_rank gives the first pattern of _SALIENT a line matches, as a plain search."""
+    from compactctl.layers.micro import _salient_rank
+
+    expected = next((r for r, p in enumerate(_SALIENT) if p.search(line)), None)
+    assert _salient_rank(line) == expected
+
+
+def _micro_log() -> list[Event]:
+    log: list[Event] = []
+    for turn in range(1, 6):
+        log.append(
+            ev({"type": "message", "uuid": f"u{turn}", "role": "user", "content": "go"}, turn)
+        )
+        call = {"id": f"c{turn}", "name": "bash", "arguments": {"command": "pytest"}}
+        log.append(
+            ev(
+                {
+                    "type": "message",
+                    "uuid": f"a{turn}",
+                    "role": "assistant",
+                    "content": "",
+                    "toolCalls": [call],
+                },
+                turn,
+            )  # fmt: skip
+        )
+        out = "\n".join(["collecting", *noise(80, turn), *MYPY_ERRORS[:3], *noise(80, turn + 9)])
+        log.append(
+            ev(
+                {
+                    "type": "message",
+                    "uuid": f"t{turn}",
+                    "role": "tool",
+                    "toolCallId": f"c{turn}",
+                    "content": out,
+                },
+                turn,
+            )  # fmt: skip
+        )
+    return log
+
+
+def ev(data: dict[str, Any], turn: int) -> Event:
+    return event_from_dict(data, turn=turn)
+
+
+def test_a_replay_after_the_plan_reuses_its_elisions_and_gives_the_same_context():
+    """apply_micro takes a planned event's elided contents (micro._PLANNED) only for the
+    very event and the contents it planned: the replay is what eliding again gives."""
+    from compactctl.layers import micro
+
+    log = _micro_log()
+    view = replay(log)
+    event, after = plan_micro_view(log, view, MicroParams(), timestamp=NOW)
+    assert event is not None and event.targets == ["t1", "t2", "t3"]
+    assert id(event) in micro._PLANNED
+    fresh = [m.content for m in replay([*log, event])]
+    assert fresh == [m.content for m in after]
+    micro._PLANNED.clear()
+    assert [m.content for m in replay([*log, event])] == fresh  # elided again: the same
+    # a target whose content differs from the planned one is elided from its own content
+    event, _ = plan_micro_view(log, view, MicroParams(), timestamp=NOW)
+    assert event is not None
+    changed = [
+        m.evolve(content=m.content.replace("collecting", "gathering"))
+        if m.uuid == "t2" and isinstance(m.content, str)
+        else m
+        for m in view
+    ]
+    out = {m.uuid: m.content for m in apply_micro(changed, event)}
+    assert isinstance(out["t2"], str) and out["t2"].startswith("gathering")
+    assert out["t2"] == elide(changed[5].content, event.params)
+    # an equal but other event (a copy read back from the log) is elided afresh
+    copy = event_from_dict(dict(event.data))
+    assert isinstance(copy, CompactEvent) and id(copy) not in micro._PLANNED
+    assert [m.content for m in apply_micro(view, copy)] == fresh

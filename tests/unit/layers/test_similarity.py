@@ -224,6 +224,29 @@ def test_band_partners_are_exactly_the_lsh_candidates() -> None:
     assert not all(older) and not all(newer)
 
 
+def test_band_index_returns_what_minhashlsh_returns() -> None:
+    """The LSH path's index (_BandIndex) proposes exactly datasketch MinHashLSH's candidates,
+    queried and filled in the same order (newest first, as _near_lsh does)."""
+    from datasketch import LeanMinHash, MinHashLSH
+
+    items, _ = gen_dups.generate(300, seed=7, max_chars=600)
+    texts = list(dict.fromkeys(normalize(t) for _, t in items))
+    grams, offsets = similarity._shingle_arrays(texts)
+    sig = similarity._minhash_matrix(grams, offsets, 128, similarity.MINHASH_SEED)
+    lsh = MinHashLSH(num_perm=128, params=(32, 4))
+    index = similarity._BandIndex(32, 4)
+    proposed = 0
+    for i in range(len(texts) - 1, -1, -1):
+        sketch = LeanMinHash(seed=1, hashvalues=sig[i], scheme="affine32")
+        keys = index.keys(sig[i])
+        assert index.query(keys) == sorted(lsh.query(sketch))
+        proposed += len(index.query(keys))
+        if i % 3:  # not every text is indexed (the survivors only)
+            lsh.insert(i, sketch, check_duplication=False)
+            index.insert(i, keys)
+    assert proposed > 20
+
+
 def test_doctests() -> None:
     assert doctest.testmod(similarity).failed == 0
 

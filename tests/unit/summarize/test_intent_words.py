@@ -1,0 +1,69 @@
+"""The literal prefilters of the extractive summarizer's sentence regexes: every match of
+DEFER_RE, PENDING_RE, NEXT_RE and the decision patterns holds one of their words, so a text
+without any of them is skipped with the same result."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactctl.summarize.extractive.intent import (
+    _DECISION_RES,
+    DECISION_WORDS,
+    DEFER_RE,
+    DEFER_WORDS,
+    NEXT_RE,
+    NEXT_WORDS,
+    PENDING_RE,
+    PENDING_WORDS,
+    holds_word,
+)
+
+PAIRS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (DEFER_RE, DEFER_WORDS),
+    (PENDING_RE, PENDING_WORDS),
+    (NEXT_RE, NEXT_WORDS),
+    *((pattern, DECISION_WORDS) for _, pattern in _DECISION_RES),
+]
+
+#: Every alternative of the four regexes, written out (the word in it, and its variants).
+PHRASES = [
+    "not now", "later", "todo", "to-do", "follow-up", "follow up", "at some point",
+    "before the release", "eventually", "不是现在", "以后再", "稍后", "之后再", "回头再",
+    "left undone", "still need to", "still needs to", "need to fix it later", "not done",
+    "not yet", "still open", "remaining", "pending", "open item", "haven't",
+    "have not done", "have not yet started", "have not finished", "待办", "还需要", "尚未",
+    "未完成", "还没做", "之后再做", "遗留", "记下", "next step", "next, i'll", "next we will",
+    "next i should", "next we need", "next:", "next up:", "then i'll", "then i will", "下一步",
+    "接下来", "decision", "decided", "decide", "we agreed", "决定", "决策", "instead of",
+    "rather than", "because", "so that", "trade-off", "tradeoff", "而不是", "因为", "为了",
+    "以免", "避免", "不引入", "改用", "i'll", "i will", "we'll", "we will", "switching to",
+    "going with", "chose", "choose", "opted", "prefer", "keeping", "改成", "改为", "选择",
+    "回退", "采用",
+]  # fmt: skip
+
+
+def test_every_alternative_is_matched_and_holds_a_word():
+    for phrase in PHRASES:
+        hits = [words for pattern, words in PAIRS if pattern.search(phrase)]
+        assert hits, phrase  # the list above covers the regexes' alternatives
+        for variant in (phrase, phrase.upper(), phrase.title()):
+            for pattern, words in PAIRS:
+                if pattern.search(variant):
+                    assert holds_word(variant, words), (variant, pattern.pattern)
+
+
+_PIECES = [
+    *PHRASES, *(p.upper() for p in PHRASES), " ", ".", ",", "x", "\u212a", "\u0130", "\u0131",
+    "\u017f", "é", "'", "’", "-", "\n", "Step 3:", "ok",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+def test_a_text_without_the_words_matches_no_regex(text: str):
+    for pattern, words in PAIRS:
+        if pattern.search(text) is not None:
+            assert holds_word(text, words), (text, pattern.pattern)
