@@ -191,33 +191,38 @@ def plan_onepass(
     Raises:
         UsageError, SummaryFormatError, ValueError: as the layers raise them.
     """
+    from compactctl.tokens import message_payload
+
+    started = time.monotonic()
+    first = current = session
+    # the session's payloads are counted on background threads while the layers are
+    # imported and plan (their Python work; tiktoken releases the GIL): the sizes below
+    # find them cached
+    view = session.effective()
+    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
+
     from compactctl.layers.dedup import DedupLayer
     from compactctl.layers.rules import RulesLayer
     from compactctl.layers.summary import CompactLayer
     from compactctl.layers.tiers import TiersLayer
     from compactctl.layers.undo import plan_live
-    from compactctl.tokens import message_payload
 
-    started = time.monotonic()
-    first = current = session
-    # the session's payloads are counted on a background thread while the first layer
-    # plans (its Python work; tiktoken releases the GIL): the sizes below find them cached
-    view = session.effective()
-    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
     compact = compact_layer or CompactLayer()
     # one run, one timestamp on every layer's events: ``undo`` takes a run back whole
     stamp = (now or compact.now)()
     now = compact.now = lambda: stamp
-    rows: list[LayerRow] = []
+    # each row's sizes are taken after the last layer: a layer that needs no count (dedup)
+    # does not wait for the prefetch meanwhile; the sessions hold their contexts till then
+    rows: list[tuple[str, list[Event], Session, Session, dict[str, Any]]] = []
     reports: dict[str, LayerReport] = {}
     events: list[Event] = []
 
     def add(name: str, new: Sequence[Event], report: dict[str, Any]) -> None:
         nonlocal current
-        before = current.prompt_estimate()
+        before = current
         if new:
             current = current.extended(new)
-        rows.append(LayerRow(name, list(new), before, current.prompt_estimate(), report))
+        rows.append((name, list(new), before, current, report))
         events.extend(new)
 
     steps: list[tuple[str, Any, Any]] = [
@@ -254,7 +259,10 @@ def plan_onepass(
             add("summary", plan.events, report)
     return OnePassPlan(
         events=events,
-        rows=rows,
+        rows=[
+            LayerRow(name, new, before.prompt_estimate(), after.prompt_estimate(), report)
+            for name, new, before, after, report in rows
+        ],
         reports=reports,
         tokens_before=first.prompt_estimate(),
         tokens_after=current.prompt_estimate(),
