@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from compactctl.session import Session
 
 __all__ = [
+    "EARLY_IMPORT_MIN_BYTES",
     "LAYER_ORDER",
     "LayerRow",
     "OnePassOptions",
@@ -166,6 +167,27 @@ class OnePassPlan:
     duration_ms: int = 0
 
 
+EARLY_IMPORT_MIN_BYTES = 8 << 20
+"""File size (8 MiB) from which :func:`plan_onepass` imports dedup's numpy before the rules
+run: on the 32 MB bench session (23M characters of payloads) the rules wait 0.5 s or more
+for the counts of the messages they change while the prefetch counts the rest, so the
+import (0.1-0.3 s) fits in that wait; below, it would only come earlier."""
+
+
+def _counting_waits(session: Session, messages: int, dedup: DedupOptions) -> bool:
+    """Whether the rules will wait for counts long enough to import numpy meanwhile, and
+    dedup will need it: exact counts, a file of :data:`EARLY_IMPORT_MIN_BYTES` or more, and
+    at least ``dedup.lsh_min_items`` messages (:func:`compactctl.layers.similarity.find_duplicates`
+    imports numpy from there, given enough text)."""
+    identity = session.identity
+    return (
+        not session.counter.is_estimate
+        and identity is not None
+        and identity.size >= EARLY_IMPORT_MIN_BYTES
+        and messages >= dedup.lsh_min_items
+    )
+
+
 def plan_onepass(
     session: Session,
     options: OnePassOptions,
@@ -206,6 +228,11 @@ def plan_onepass(
     from compactctl.layers.summary import CompactLayer
     from compactctl.layers.tiers import TiersLayer
     from compactctl.layers.undo import plan_live
+
+    if "dedup" in options.layers and _counting_waits(session, len(view), options.dedup):
+        # dedup's similarity search imports numpy for this many texts (0.1-0.3 s): imported
+        # now, it takes the place of part of the rules' wait for their counts
+        import numpy  # noqa: F401
 
     compact = compact_layer or CompactLayer()
     # one run, one timestamp on every layer's events: ``undo`` takes a run back whole
