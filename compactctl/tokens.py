@@ -476,7 +476,17 @@ class _CountQueue:
                 futures.append(future)
             while self._workers < min(count_threads(), len(self._heap)):
                 self._workers += 1
-                threading.Thread(target=self._work, name="compactctl-count", daemon=True).start()
+                thread = threading.Thread(target=self._work, name="compactctl-count", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had (a process limit)
+                    self._workers -= 1
+                    break
+            alone = self._workers == 0
+            if alone:  # nobody would count them: the caller does, now
+                self._workers += 1
+        if alone:
+            self._work()
         return futures
 
     @staticmethod

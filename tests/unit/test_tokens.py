@@ -193,3 +193,29 @@ def test_a_prefetch_error_is_raised_by_the_callers_own_count(monkeypatch: pytest
     counter._prefetch.join(30)
     with pytest.raises(UsageError, match="unknown tiktoken encoding"):
         counter.count_many(["a text"])
+
+
+def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name == "compactctl-count":
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    texts = [f"{t} #{i} " * (i % 40 + 1) for i in range(400) for t in TEXTS[i % 4 : i % 4 + 1]]
+    prefetched, needed = texts[::2], texts[1::2]
+    assert sum(map(len, needed)) > tokens.THREADED_MIN_CHARS  # queued, not counted inline
+    ref = _tiktoken_reference("cl100k_base")
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    counter.prefetch(lambda: prefetched)
+    assert counter._prefetch is not None
+    counter._prefetch.join(30)
+    assert set(prefetched) <= set(counter._cache)  # the prefetch's own thread counted them
+    assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
