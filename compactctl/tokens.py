@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import heapq
 import importlib.util
+import itertools
 import os
 import re
 import sys
@@ -45,6 +47,8 @@ from compactctl.media import MediaRule, media_tokens
 from compactctl.text import CJK_LETTERS
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from compactctl.model import Message
 
 __all__ = [
@@ -293,12 +297,20 @@ class TokenCounter:
         # adds a reference, not a copy, except for joined tool-call payloads.
         self._cache: dict[str, int] = {}
         self._enc: Any = None
+        self._enc_lock = threading.Lock()  # the encoding is loaded once, by one thread
         self._prefetch: threading.Thread | None = None
+        self._queue: _CountQueue | None = None  # set by prefetch: the counting threads
         # the image-token rule of the session's provider (compactctl.media): set by whoever
         # knows the model (Session, inspect); None counts images by the "anthropic" rule
         self.media_rule: MediaRule | None = None
 
     def _encoder(self) -> Any:
+        if self._enc is not None:
+            return self._enc
+        with self._enc_lock:  # a prefetch thread may be loading it: wait, not load twice
+            return self._load_encoder()
+
+    def _load_encoder(self) -> Any:
         if self._enc is None:
             ensure_offline_encodings()
             import tiktoken
@@ -338,40 +350,63 @@ class TokenCounter:
             self._encoder()
 
     def prefetch(self, texts: Callable[[], Iterable[str]]) -> None:
-        """Count ``texts()`` on a background thread while the caller goes on (nothing for
-        ``"estimate"``, or while a prefetch is still running).
+        """Count ``texts()`` in the background while the caller goes on (nothing for
+        ``"estimate"``, or while a prefetch is still being queued).
 
-        The next :meth:`count` or :meth:`count_many` first waits for it, then finds those
-        texts cached: each distinct text is still encoded once, and the counts are the same.
-        ``compact --layers`` starts one over the session's payloads before the rules run
+        A background thread builds the texts and queues the uncached ones, in batches of
+        about :data:`BATCH_CHARS`, for :func:`count_threads` counting threads. A later
+        :meth:`count_many` does not wait for the whole prefetch: the texts it needs that are
+        not counted yet go to the same threads ahead of the prefetch's queued batches, and
+        it waits for those only (so a layer that needs a few counts is not held up by the
+        whole session's). Each distinct text is still encoded once, but for one being
+        encoded at that very moment, and the counts are the same. ``compact --layers``
+        starts one over the session's payloads before the rules run
         (:func:`compactctl.layers.onepass.plan_onepass`): tiktoken releases the GIL while
-        it encodes, so the counting overlaps the rules' Python work. An error in the
-        background (an encoding unavailable offline) is dropped there: the caller's own
-        count raises it.
+        it encodes, so the counting overlaps the layers' Python work. Texts longer than
+        :data:`CHUNK_CHARS` are left to the caller's own count. An error in the background
+        (an encoding unavailable offline) is dropped there: the caller's own count raises
+        it.
 
         Args:
             texts: returns the texts (called on the background thread, so building them
                 overlaps too; it must only read objects nobody changes meanwhile).
         """
-        if self.is_estimate or self._prefetch is not None:
+        if self.is_estimate or (self._prefetch is not None and self._prefetch.is_alive()):
             return
+        if self._queue is None:
+            self._queue = _CountQueue(self._cache)
 
         def run() -> None:
             try:
-                self.count_many(texts())
+                enc = self._encoder()
+                cache = self._cache
+                todo = [
+                    t
+                    for t in dict.fromkeys(texts())
+                    if t and len(t) <= CHUNK_CHARS and t not in cache
+                ]
             except Exception:  # the caller's own count raises it (see above)
                 return
+            assert self._queue is not None
+            self._queue.submit(enc, todo, _PREFETCH)
 
         thread = threading.Thread(target=run, name="compactctl-prefetch", daemon=True)
         self._prefetch = thread
         thread.start()
 
-    def _settle(self) -> None:
-        """Wait for a running :meth:`prefetch` (not from its own thread)."""
-        thread = self._prefetch
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-            self._prefetch = None
+    def count_ahead(self, texts: Iterable[str]) -> None:
+        """Queue the uncached ``texts`` for the :meth:`prefetch` threads, ahead of what the
+        prefetch queued, without waiting (nothing without a prefetch, for ``"estimate"``,
+        or before the encoding is loaded): a layer that will need their counts calls it as
+        it finds them, so that they are counted while it goes on; its :meth:`count_many`
+        then waits for what is left. Texts longer than :data:`CHUNK_CHARS` are left to it."""
+        queue, enc = self._queue, self._enc
+        if queue is None or enc is None:
+            return
+        cache = self._cache
+        todo = [t for t in dict.fromkeys(texts) if t and len(t) <= CHUNK_CHARS and t not in cache]
+        if todo:
+            queue.submit(enc, todo, _NEEDED)
 
     def count(self, text: str) -> int:
         """Tokens in ``text`` (``encode_ordinary``: special tokens count as plain text)."""
@@ -379,8 +414,6 @@ class TokenCounter:
             return 0
         if self.is_estimate:
             return estimate_tokens(text)
-        if self._prefetch is not None:
-            self._settle()
         n = self._cache.get(text)
         if n is None:
             n = self._cache[text] = _encoded_len(self._encoder(), text)
@@ -394,16 +427,14 @@ class TokenCounter:
         batches on :func:`count_threads` threads (as tiktoken's own
         ``encode_ordinary_batch`` does, in fewer, larger tasks); measured on the payloads of
         the 32 MB bench session (11,354 messages, 23.0M characters): 6.3-6.6 s wall on two
-        threads, 7.4-9.7 s on one (load average 5-6 on 2 cores). The counts are those of
-        one thread: each text is counted by :func:`_encoded_len` either way. A text longer
-        than :data:`CHUNK_CHARS` is counted on the calling thread (piece by piece; see
-        there).
+        threads, 7.4-9.7 s on one (load average 5-6 on 2 cores). After a :meth:`prefetch`,
+        they go to its threads, ahead of what it has queued. The counts are those of one
+        thread: each text is counted by :func:`_encoded_len` either way. A text longer than
+        :data:`CHUNK_CHARS` is counted on the calling thread (piece by piece; see there).
         """
         texts = list(texts)
         if self.is_estimate:
             return [estimate_tokens(t) for t in texts]
-        if self._prefetch is not None:
-            self._settle()
         cache = self._cache
         todo = [t for t in dict.fromkeys(texts) if t and t not in cache]
         if todo:
@@ -412,8 +443,77 @@ class TokenCounter:
             for t in todo:
                 if len(t) > CHUNK_CHARS:
                     cache[t] = _encoded_len(enc, t)
-            cache.update(zip(short, _count_batches(enc, short), strict=True))
-        return [cache.get(t, 0) for t in texts]
+            if self._queue is not None and _threaded(short):
+                self._queue.wait(self._queue.submit(enc, short, _NEEDED))
+            else:
+                cache.update(zip(short, _count_batches(enc, short), strict=True))
+        return [cache[t] if t else 0 for t in texts]
+
+
+_NEEDED, _PREFETCH = 0, 1
+"""Priorities of the :class:`_CountQueue`: texts a caller waits for, then a prefetch's."""
+
+
+class _CountQueue:
+    """The counting threads of a :class:`TokenCounter` that prefetches: batches of texts
+    in order of priority (then of submission), counted into the counter's cache by
+    :func:`count_threads` daemon threads, started when there is work and ended when the
+    queue is empty (none is left behind)."""
+
+    def __init__(self, cache: dict[str, int]) -> None:
+        self._cache = cache
+        self._lock = threading.Lock()
+        self._heap: list[tuple[int, int, Any, list[str], Future[None]]] = []
+        self._seq = itertools.count()
+        self._workers = 0
+
+    def submit(self, enc: Any, texts: list[str], priority: int) -> list[Future[None]]:
+        """Queue ``texts`` in batches of about :data:`BATCH_CHARS`; one future per batch."""
+        from concurrent.futures import Future
+
+        futures: list[Future[None]] = []
+        with self._lock:
+            for batch in _batches(texts):
+                future: Future[None] = Future()
+                heapq.heappush(self._heap, (priority, next(self._seq), enc, batch, future))
+                futures.append(future)
+            while self._workers < min(count_threads(), len(self._heap)):
+                self._workers += 1
+                thread = threading.Thread(target=self._work, name="compactctl-count", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had (a process limit)
+                    self._workers -= 1
+                    break
+            alone = self._workers == 0
+            if alone:  # nobody would count them: the caller does, now
+                self._workers += 1
+        if alone:
+            self._work()
+        return futures
+
+    @staticmethod
+    def wait(futures: list[Future[None]]) -> None:
+        """Wait for ``futures``; raise the first error a batch met."""
+        for future in futures:
+            future.result()
+
+    def _work(self) -> None:
+        cache = self._cache
+        while True:
+            with self._lock:
+                if not self._heap:
+                    self._workers -= 1
+                    return
+                _, _, enc, batch, future = heapq.heappop(self._heap)
+            try:
+                for t in batch:
+                    if t not in cache:  # counted meanwhile (a prefetch's and a caller's)
+                        cache[t] = _encoded_len(enc, t)
+            except BaseException as exc:  # the caller waiting for it raises it
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
 
 
 THREADED_MIN_CHARS = 1 << 16
@@ -438,10 +538,25 @@ def count_threads() -> int:
 def _count_batches(enc: Any, texts: list[str]) -> list[int]:
     """:func:`_encoded_len` of each of ``texts`` (none longer than :data:`CHUNK_CHARS`),
     in order, on :func:`count_threads` threads when they are long enough together."""
-    total = sum(map(len, texts))
     threads = count_threads()
-    if threads < 2 or len(texts) < 2 or total < THREADED_MIN_CHARS:
+    if not _threaded(texts):
         return [_encoded_len(enc, t) for t in texts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    def count(batch: list[str]) -> list[int]:
+        return [_encoded_len(enc, t) for t in batch]
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="compactctl-count") as pool:
+        return [n for counts in pool.map(count, _batches(texts)) for n in counts]
+
+
+def _threaded(texts: list[str]) -> bool:
+    """Whether ``texts`` are worth counting on threads (:data:`THREADED_MIN_CHARS`)."""
+    return count_threads() >= 2 and len(texts) >= 2 and sum(map(len, texts)) >= THREADED_MIN_CHARS
+
+
+def _batches(texts: list[str]) -> list[list[str]]:
+    """``texts`` in order, cut into batches of about :data:`BATCH_CHARS` characters."""
     batches: list[list[str]] = [[]]
     size = 0
     for t in texts:
@@ -450,13 +565,7 @@ def _count_batches(enc: Any, texts: list[str]) -> list[int]:
             size = 0
         batches[-1].append(t)
         size += len(t)
-    from concurrent.futures import ThreadPoolExecutor
-
-    def count(batch: list[str]) -> list[int]:
-        return [_encoded_len(enc, t) for t in batch]
-
-    with ThreadPoolExecutor(threads, thread_name_prefix="compactctl-count") as pool:
-        return [n for counts in pool.map(count, batches) for n in counts]
+    return batches if texts else []
 
 
 def cut_points(text: str, size: int = CHUNK_CHARS) -> list[int]:

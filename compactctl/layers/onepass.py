@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from compactctl.session import Session
 
 __all__ = [
+    "EARLY_IMPORT_MIN_BYTES",
     "LAYER_ORDER",
     "LayerRow",
     "OnePassOptions",
@@ -175,6 +176,27 @@ class OnePassPlan:
     duration_ms: int = 0
 
 
+EARLY_IMPORT_MIN_BYTES = 8 << 20
+"""File size (8 MiB) from which :func:`plan_onepass` imports dedup's numpy before the rules
+run: on the 32 MB bench session (23M characters of payloads) the rules wait 0.5 s or more
+for the counts of the messages they change while the prefetch counts the rest, so the
+import (0.1-0.3 s) fits in that wait; below, it would only come earlier."""
+
+
+def _counting_waits(session: Session, messages: int, dedup: DedupOptions) -> bool:
+    """Whether the rules will wait for counts long enough to import numpy meanwhile, and
+    dedup will need it: exact counts, a file of :data:`EARLY_IMPORT_MIN_BYTES` or more, and
+    at least ``dedup.lsh_min_items`` messages (:func:`compactctl.layers.similarity.find_duplicates`
+    imports numpy from there, given enough text)."""
+    identity = session.identity
+    return (
+        not session.counter.is_estimate
+        and identity is not None
+        and identity.size >= EARLY_IMPORT_MIN_BYTES
+        and messages >= dedup.lsh_min_items
+    )
+
+
 def plan_onepass(
     session: Session,
     options: OnePassOptions,
@@ -200,33 +222,43 @@ def plan_onepass(
     Raises:
         UsageError, SummaryFormatError, ValueError: as the layers raise them.
     """
+    from compactctl.tokens import message_payload
+
+    started = time.monotonic()
+    first = current = session
+    # the session's payloads are counted on background threads while the layers are
+    # imported and plan (their Python work; tiktoken releases the GIL): the sizes below
+    # find them cached
+    view = session.effective()
+    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
+
     from compactctl.layers.dedup import DedupLayer
     from compactctl.layers.rules import RulesLayer
     from compactctl.layers.summary import CompactLayer
     from compactctl.layers.tiers import TiersLayer
     from compactctl.layers.undo import plan_live
-    from compactctl.tokens import message_payload
 
-    started = time.monotonic()
-    first = current = session
-    # the session's payloads are counted on a background thread while the first layer
-    # plans (its Python work; tiktoken releases the GIL): the sizes below find them cached
-    view = session.effective()
-    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
+    if "dedup" in options.layers and _counting_waits(session, len(view), options.dedup):
+        # dedup's similarity search imports numpy for this many texts (0.1-0.3 s): imported
+        # now, it takes the place of part of the rules' wait for their counts
+        import numpy  # noqa: F401
+
     compact = compact_layer or CompactLayer()
     # one run, one timestamp on every layer's events: ``undo`` takes a run back whole
     stamp = (now or compact.now)()
     now = compact.now = lambda: stamp
-    rows: list[LayerRow] = []
+    # each row's sizes are taken after the last layer: a layer that needs no count (dedup)
+    # does not wait for the prefetch meanwhile; the sessions hold their contexts till then
+    rows: list[tuple[str, list[Event], Session, Session, dict[str, Any]]] = []
     reports: dict[str, LayerReport] = {}
     events: list[Event] = []
 
     def add(name: str, new: Sequence[Event], report: dict[str, Any]) -> None:
         nonlocal current
-        before = current.prompt_estimate()
+        before = current
         if new:
             current = current.extended(new)
-        rows.append(LayerRow(name, list(new), before, current.prompt_estimate(), report))
+        rows.append((name, list(new), before, current, report))
         events.extend(new)
 
     steps: list[tuple[str, Any, Any]] = [
@@ -263,7 +295,10 @@ def plan_onepass(
             add("summary", plan.events, report)
     return OnePassPlan(
         events=events,
-        rows=rows,
+        rows=[
+            LayerRow(name, new, before.prompt_estimate(), after.prompt_estimate(), report)
+            for name, new, before, after, report in rows
+        ],
         reports=reports,
         tokens_before=first.prompt_estimate(),
         tokens_after=current.prompt_estimate(),

@@ -23,7 +23,7 @@ from compactctl.model import CompactEvent, Event, Message, event_from_dict, mess
 from compactctl.replay import View, reducer, replay, tool_names
 from compactctl.session import Session
 from compactctl.timeutil import now_rfc3339
-from compactctl.tokens import TokenCounter, estimate_tokens
+from compactctl.tokens import BATCH_CHARS, TokenCounter, estimate_tokens
 
 if TYPE_CHECKING:
     from compactctl.layers.text_rules import Rule
@@ -335,6 +335,8 @@ def _plan(
         view = replay(list(events))
     tool_of_call = tool_names(view)
     changed: list[tuple[Message, str, bool, str]] = []  # (message, text, code, new text)
+    ahead: list[str] = []  # texts to count, queued while the rules go on (count_ahead)
+    ahead_chars = 0
     for m in view:
         if m.role not in opts.roles or m.pinned or "summaryOf" in m.data or not m.uuid:
             continue
@@ -345,7 +347,13 @@ def _plan(
         new_content = rw.rewrite(m.content, code)
         if new_content == m.content:
             continue
-        changed.append((m, text, code, message_text(new_content)))
+        new_text = message_text(new_content)
+        changed.append((m, text, code, new_text))
+        ahead += (text, new_text)
+        ahead_chars += len(text) + len(new_text)
+        if ahead_chars >= BATCH_CHARS:
+            counter.count_ahead(ahead)
+            ahead, ahead_chars = [], 0
     # one batch: every distinct text is counted once
     counts = counter.count_many([t for _, text, _, new in changed for t in (text, new)])
     targets: list[Message] = []

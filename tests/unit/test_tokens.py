@@ -153,3 +153,69 @@ def test_count_many_on_threads_counts_as_tiktoken_each_distinct_text_once(
     assert sorted(whole) == sorted(set(batch) - {""})  # each distinct text once
     assert threads == {"MainThread", "compactctl-count"}  # the long text on the caller's
     assert counter.count_many(batch) == want and len(encoded) == len(set(encoded))
+
+
+def test_count_many_after_a_prefetch_counts_what_it_needs_without_waiting_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # the prefetch's texts are held back until the caller's count_many has returned: it
+    # does not wait for the prefetch, and every count is tiktoken's, before and after
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    texts = [f"{t} #{i} " * (i % 40 + 1) for i in range(400) for t in TEXTS[i % 4 : i % 4 + 1]]
+    needed = texts[::5]
+    assert sum(map(len, needed)) > tokens.THREADED_MIN_CHARS  # counted on the threads
+    released = threading.Event()
+    answered: list[bool] = []
+
+    def held_back() -> list[str]:
+        answered.append(released.wait(30))
+        return texts
+
+    ref = _tiktoken_reference("cl100k_base")
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    counter.prefetch(held_back)
+    counter.count_ahead(texts[1::5])  # queued, not waited for
+    got = counter.count_many(needed)
+    released.set()
+    assert got == [len(ref.encode_ordinary(t)) for t in needed]
+    assert counter._prefetch is not None
+    counter._prefetch.join(30)
+    assert answered == [True]  # the prefetch went on after count_many had answered
+    assert counter.count_many(texts) == [len(ref.encode_ordinary(t)) for t in texts]
+
+
+def test_a_prefetch_error_is_raised_by_the_callers_own_count(monkeypatch: pytest.MonkeyPatch):
+    counter = tokens.TokenCounter("no_such_encoding")
+    counter.prefetch(lambda: ["a text"])
+    assert counter._prefetch is not None
+    counter._prefetch.join(30)
+    with pytest.raises(UsageError, match="unknown tiktoken encoding"):
+        counter.count_many(["a text"])
+
+
+def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name == "compactctl-count":
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    texts = [f"{t} #{i} " * (i % 40 + 1) for i in range(400) for t in TEXTS[i % 4 : i % 4 + 1]]
+    prefetched, needed = texts[::2], texts[1::2]
+    assert sum(map(len, needed)) > tokens.THREADED_MIN_CHARS  # queued, not counted inline
+    ref = _tiktoken_reference("cl100k_base")
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    counter.prefetch(lambda: prefetched)
+    assert counter._prefetch is not None
+    counter._prefetch.join(30)
+    assert set(prefetched) <= set(counter._cache)  # the prefetch's own thread counted them
+    assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
