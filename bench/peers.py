@@ -8,10 +8,12 @@ with the ordinary ``pip``; never a dependency of compactctl), at the version
 
 The session: :func:`bench.gen_probed.write_probed` in Claude Code's format, grown to
 ``mb`` MB (default 32), with its planted facts (``.probes.json``). Each tool runs on its own
-copy, timed as a subprocess (wall seconds): cozempic rewrites its copy in place (its backup
-and its files under ``$HOME`` go to a temporary folder); compactctl never writes into
-another agent's file, so ``compact --force -o OUT`` writes canonical JSONL with the
-compaction events (and ``--layers all`` when this compactctl has that option).
+copy, timed as a subprocess (wall seconds) in ``BENCH_PEERS_ROUNDS`` rounds (default 3) in
+which the tools take turns; a tool's time is the median of its rounds. cozempic rewrites its
+copy in place (its backup and its files under ``$HOME`` go to a temporary folder);
+compactctl never writes into another agent's file, so ``compact --force -o OUT`` writes
+canonical JSONL with the compaction events (and ``--layers all`` when this compactctl has
+that option).
 
 Each result is measured the same way, with compactctl's library:
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,8 +110,11 @@ class PeerResult:
 
     name: str
     seconds: float
+    """The median of :attr:`runs` (wall seconds)."""
     returncode: int
     note: str = ""
+    runs: list[float] = field(default_factory=list)
+    """Wall seconds of each round, in order (``BENCH_PEERS_ROUNDS``, default 3)."""
     retention: float = 0.0
     planted_by_kind: dict[str, list[int]] = field(default_factory=dict)
     tokens_before = tokens_after = planted_kept = planted_total = output_bytes = 0
@@ -161,6 +167,7 @@ def compare(mb: float = 32.0, seed: int = 1) -> list[PeerResult]:
     """
     session, probes = peer_session(mb, seed)
     exe = cozempic_exe()
+    rounds = max(1, int(os.environ.get("BENCH_PEERS_ROUNDS", "3")))
     results: list[PeerResult] = []
     work = Path(tempfile.mkdtemp(prefix="compactctl-peers-"))
     try:
@@ -170,17 +177,13 @@ def compare(mb: float = 32.0, seed: int = 1) -> list[PeerResult]:
         (work / "home").mkdir()
         copy = work / "cozempic" / session.name
         copy.parent.mkdir()
-        shutil.copyfile(session, copy)
-        seconds, code, out = _timed(
-            [str(exe), "treat", str(copy), "-rx", "aggressive", "--execute"], env
-        )
-        result = PeerResult("cozempic treat -rx aggressive --execute", seconds, code)
-        results.append(measure(result, copy, session, probes) if code == 0 else result)
-        if code != 0:
-            result.note = f"exited {code}: {out}"
         cc_env = dict(os.environ)
         cc_env.update(COMPACTCTL_DB=str(work / "store.db"), XDG_CONFIG_HOME=str(work / "config"))
         cc = compactctl_argv()
+        tools: list[tuple[str, list[str], dict[str, str], Path]] = [
+            ("cozempic treat -rx aggressive --execute",
+             [str(exe), "treat", str(copy), "-rx", "aggressive", "--execute"], env, copy),
+        ]  # fmt: skip
         runs = [("compactctl compact --force", ["compact", "--force"])]
         helptext = subprocess.run([*cc, "compact", "--help"], capture_output=True, text=True,
                                   env=cc_env, check=False).stdout  # fmt: skip
@@ -188,10 +191,25 @@ def compare(mb: float = 32.0, seed: int = 1) -> list[PeerResult]:
             runs.append(("compactctl compact --force --layers all",
                          ["compact", "--force", "--layers", "all"]))  # fmt: skip
         for name, args in runs:
-            out_path = work / f"{len(results)}.jsonl"
-            seconds, code, out = _timed([*cc, *args, "-q", "-o", str(out_path), str(session)],
-                                        cc_env)  # fmt: skip
-            result = PeerResult(name, seconds, code)
+            out_path = work / f"{len(tools)}.jsonl"
+            argv = [*cc, *args, "-q", "-o", str(out_path), str(session)]
+            tools.append((name, argv, cc_env, out_path))
+        # the tools take turns, round after round, so a change in the machine's load falls on
+        # all of them alike; each result is the median of its rounds, measured on its output
+        # of the last round (cozempic rewrites its copy in place: a fresh copy each round)
+        seconds: dict[str, list[float]] = {name: [] for name, *_ in tools}
+        done: dict[str, tuple[int, str]] = {}
+        for _ in range(rounds):
+            for name, argv, tool_env, _out in tools:
+                if name == tools[0][0]:
+                    shutil.copyfile(session, copy)
+                took, code, out = _timed(argv, tool_env)
+                seconds[name].append(took)
+                done[name] = (code, out)
+        for name, _argv, _env, out_path in tools:
+            code, out = done[name]
+            result = PeerResult(name, statistics.median(seconds[name]), code,
+                                runs=[round(x, 2) for x in seconds[name]])  # fmt: skip
             results.append(measure(result, out_path, session, probes) if code == 0 else result)
             if code != 0:
                 result.note = f"exited {code}: {out}"
@@ -219,6 +237,8 @@ def table(results: list[PeerResult], session: Path) -> str:
             lines.append(f"  {r.name}: kinds not all kept: {lost}")
         if r.note:
             lines.append(f"  {r.name}: {r.note}")
+    for r in results:
+        lines.append(f"  {r.name}: wall s per round {', '.join(f'{x:.1f}' for x in r.runs)}")
     return "\n".join(lines) + "\n"
 
 

@@ -762,7 +762,8 @@ class Bench:
             row = self.add(Row(r.name, r.seconds, size, note=(
                 f"{r.tokens_after:,d} of {r.tokens_before:,d} tokens left (cl100k_base); "
                 f"planted kept {r.planted_kept}/{r.planted_total}; eval retention "
-                f"{r.retention:.3f}; {size:.0f} MB Claude Code session") + (
+                f"{r.retention:.3f}; {size:.0f} MB Claude Code session; median of rounds "
+                f"{', '.join(f'{x:.1f}' for x in r.runs)} s") + (
                 f"; {r.note}" if r.note else ""), extra=r.to_json()))  # fmt: skip
             if r is not peer and r.returncode == 0 and peer.returncode == 0:
                 ok = r.tokens_after < peer.tokens_after and r.planted_kept >= peer.planted_kept
