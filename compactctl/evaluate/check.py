@@ -106,7 +106,8 @@ class Context:
 
     def __init__(self, messages: Iterable[Message]) -> None:
         self.messages = list(messages)
-        self.by_uuid = {m.uuid: m for m in self.messages if m.uuid is not None}
+        # Message.uuid, read once per message (no property call): a dict per message of the log
+        self.by_uuid = {u: m for m in self.messages if isinstance(u := m.data.get("uuid"), str)}
 
     @cached_property
     def text(self) -> str:

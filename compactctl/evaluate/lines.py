@@ -120,7 +120,11 @@ def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
         except decode_error:
             data = None
         if data.__class__ is dict and data.get("type") == "message" and number > 1:
-            turn = _turn(data, turn)
+            recorded = data.get("turnId")  # _turn, inline
+            if recorded.__class__ is int:
+                turn = recorded
+            elif data.get("role") == "user" and is_real_user(data):
+                turn += 1
             append(Message(data, None, number, turn))
         else:
             event, turn = _event(raw, number, turn)
