@@ -192,7 +192,9 @@ def run_files(
             from concurrent.futures import Future, ProcessPoolExecutor
 
             window = max(64, 4 * n)
-            with ProcessPoolExecutor(max_workers=n) as pool:
+            from compactctl.tokens import share_cores
+
+            with ProcessPoolExecutor(max_workers=n, initializer=share_cores, initargs=(n,)) as pool:
 
                 def submit(chunk: list[str]) -> list[tuple[str, Future[Any]]]:
                     # largest first within the window, so that a large file late in it does

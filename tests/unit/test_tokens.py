@@ -219,3 +219,34 @@ def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
     counter._prefetch.join(30)
     assert set(prefetched) <= set(counter._cache)  # the prefetch's own thread counted them
     assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
+
+
+def test_pool_workers_share_the_cores(monkeypatch) -> None:
+    """A --jobs pool of N processes on C cores: each counts on C // N threads (at least 1,
+    at most 2), so that two workers on two cores do not run four counting threads."""
+    monkeypatch.setattr(tokens, "_cores", lambda: 2)
+    assert tokens.count_threads() == 2
+    monkeypatch.setattr(tokens, "_POOL_WORKERS", 1)
+    tokens.share_cores(2)
+    assert tokens.count_threads() == 1
+    tokens.share_cores(8)
+    assert tokens.count_threads() == 1
+    monkeypatch.setattr(tokens, "_cores", lambda: 8)
+    tokens.share_cores(2)
+    assert tokens.count_threads() == 2
+
+
+def _worker_threads() -> int:
+    return tokens.count_threads()
+
+
+def test_the_jobs_pool_initializer_is_share_cores() -> None:
+    """The runner's pool runs share_cores(n) in each worker (a real process pool)."""
+    import inspect
+    from concurrent.futures import ProcessPoolExecutor
+
+    from compactctl.app import runner
+
+    assert "initializer=share_cores, initargs=(n,)" in inspect.getsource(runner.run_files)
+    with ProcessPoolExecutor(max_workers=2, initializer=tokens.share_cores, initargs=(2,)) as p:
+        assert p.submit(_worker_threads).result() == max(1, min(2, tokens._cores() // 2))
