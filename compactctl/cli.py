@@ -13,12 +13,10 @@ summary line go to stderr.
 import dataclasses
 import functools
 import os
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from compactctl import __version__
 from compactctl.cli_shell import (
     RUN,
     TRANSFORM,
@@ -28,7 +26,6 @@ from compactctl.cli_shell import (
     OptionalPaths,
     Paths,
     Shell,
-    app,
     command,
     err,
     fail_usage,
@@ -49,24 +46,6 @@ from compactctl.layers.options import (
 )
 
 # --- commands ------------------------------------------------------------------------------
-
-
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"compactctl {__version__}\n")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def main_callback(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-) -> None:
-    """Compact the session transcripts of LLM agents."""
 
 
 @command(

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 import typer
 
+from compactctl import __version__
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
 from compactctl.app.terminal import say
@@ -48,6 +49,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"compactctl {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_callback(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Compact the session transcripts of LLM agents."""
 
 
 PATHS_HELP = "Transcript files, folders (searched for *.jsonl, *.jsonl.gz), or - for stdin."
