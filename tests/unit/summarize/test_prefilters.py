@@ -232,3 +232,9 @@ def test_states_constraint_is_the_same_without_its_word_checks_on_fixtures(
     assert any(fast.values()) and not all(fast.values())
     monkeypatch.setattr(intent, "_may_hold", lambda low, words: True)
     assert {s: states_constraint(s) for s in sentences} == fast
+
+
+def test_the_line_prefilter_tests_exactly_its_marks() -> None:
+    for mark in failures._ERROR_LINE_MARKS:
+        assert _may_be_error_line(f"x {mark} y"), mark
+    assert _may_be_error_line("FAILED a") and not _may_be_error_line("x FAILED a")
