@@ -65,9 +65,11 @@ from compactctl.summarize.extractive.failures import (
 from compactctl.summarize.extractive.intent import (
     CHECKBOX_RE,
     DEFER_RE,
+    DEFER_WORDS,
     PENDING_RE,
     constraint_text,
     decision_rank,
+    holds_word,
     long_enough,
     spoken_by_user,
     states_constraint,
@@ -419,10 +421,11 @@ class _Collector:
             self.first = m
         self.latest = m
         self.names(text, user=True)
+        may_defer = holds_word(text, DEFER_WORDS)  # else no sentence of it can match
         for sentence in split_sentences(text):
             if sentence.endswith(("?", "？")):
                 continue
-            if DEFER_RE.search(sentence) and long_enough(sentence):
+            if may_defer and DEFER_RE.search(sentence) and long_enough(sentence):
                 self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
             elif states_constraint(sentence):
                 self.constraint(constraint_text(sentence))

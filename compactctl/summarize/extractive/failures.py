@@ -160,6 +160,39 @@ def _exception_name(name: str) -> bool:
     return len(re.findall(r"[A-Z][a-z0-9]+", name)) >= 2 and name[1:].lower() != name[1:]
 
 
+_ERROR_LINE_MARKS = (":", "!", "ERROR", "FATAL", "CRITICAL")
+"""Literals one of which a line holds when a regex of :func:`error_lines` matches it, but
+for two shapes :func:`_may_be_error_line` tests apart: :data:`_EXC_AT_START_RE`,
+:data:`_LOCATED_MESSAGE_RE` and every alternative of :data:`_SHAPED_ERROR_RE` hold ``:``
+(the first one ``[:!]``), as does :data:`_ERROR_PREFIX_RE` (``[:!]``);
+:data:`_LOG_LEVEL_RE` is one of ``ERROR``, ``FATAL``, ``CRITICAL`` (case-sensitive), and
+so is :data:`_FAILED_RE` when it starts with ``ERROR ``. The two shapes without any:
+:data:`_FAILED_RE` starting with ``FAILED `` and :data:`_LOCATED_ERROR_RE` with tsc's
+``(3,5)`` location (``(`` then ``error`` in any case)."""
+
+
+def _may_be_error_line(line: str) -> bool:
+    """False only when no regex of :func:`error_lines` can match ``line`` (nor the line
+    without a pytest ``E`` prefix, a substring of it): the prefilter of
+    :data:`_ERROR_LINE_MARKS`, a few ``in`` tests instead of seven regexes on each line of
+    a failed tool's output (most lines are code, diffs or listings).
+
+    >>> _may_be_error_line("    x = compute(y)"), _may_be_error_line("a.ts(3,5): ERROR TS1")
+    (False, True)
+    """
+    if (  # _ERROR_LINE_MARKS, written out: a generator costs more than the tests
+        ":" in line
+        or "!" in line
+        or "ERROR" in line
+        or "FATAL" in line
+        or "CRITICAL" in line
+        or line.startswith("FAILED ")
+    ):
+        return True
+    # _LOCATED_ERROR_RE's "(N)" shape; no character but E/e, R/r, O/o folds to them in re
+    return "(" in line and "error" in line.lower()
+
+
 def error_lines(text: str) -> tuple[list[str], list[str]]:
     """The error lines and failing test ids of a failed tool result.
 
@@ -175,7 +208,7 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
     tests: list[str] = []
     for raw in text.split("\n"):
         line = raw.strip()
-        if not line:
+        if not line or not _may_be_error_line(line):
             continue
         failed = _FAILED_RE.match(line)
         if failed:

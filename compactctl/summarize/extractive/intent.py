@@ -22,6 +22,7 @@ from compactctl.summarize.extractive.prose import (
 from compactctl.text import (
     CLAUDE_CODE_INJECTED,
     CODEX_INJECTED,
+    CONSTRAINT_WORDS,
     ELLIPSIS,
     EXTRACTIVE,
     clip,
@@ -39,6 +40,8 @@ __all__ = [
     "DEFER_WORDS",
     "holds_word",
     "NEXT_WORDS",
+    "NEGATIVE_WORDS",
+    "CONSTRAINT_LITERALS",
     "PENDING_WORDS",
     "NEXT_LABEL_RE",
     "NEXT_RE",
@@ -267,6 +270,21 @@ _PROGRESS_RE = re.compile(
 _RULE_WORD_RE = re.compile(r"\b(?:always|must)\b|必须|始终|一律", re.IGNORECASE)
 
 
+#: Literals, lower-cased, one of which every match of :data:`_NEGATIVE_RE` holds ("do not",
+#: "must not", "should not", "not allowed" and "cannot" hold ``not``; "don't", "mustn't",
+#: "shouldn't", "can't" hold ``n't``).
+NEGATIVE_WORDS = (
+    "not", "n't", "dont", "never", "no new", "leave", "不要", "不能", "不得", "禁止", "不允许",
+    "不可以",
+)  # fmt: skip
+#: Literals, lower-cased, one of which every match of the extractive constraint regex
+#: (:func:`compactctl.text.constraint_re`) holds: each of its words up to its first regex
+#: escape ("leave \w+ alone" holds ``leave``).
+CONSTRAINT_LITERALS = tuple(
+    word.split("\\", 1)[0].strip() for word, users in CONSTRAINT_WORDS if EXTRACTIVE in users
+)
+
+
 def states_constraint(sentence: str) -> bool:
     """Whether a sentence states a standing user instruction (issue 15, point 2): a rule
     for the whole session, never a task.
@@ -291,16 +309,31 @@ def states_constraint(sentence: str) -> bool:
     >>> states_constraint("Step 3: keep going."), states_constraint("Keep going, never ask.")
     (False, True)
     """
-    if DEFER_RE.search(sentence) is not None:
+    # Each unanchored regex below runs only when the sentence holds one of its words (the
+    # body is a substring of the sentence): ~20 µs of case-insensitive searches a sentence
+    # otherwise, on every user sentence that eval and the summarizer read.
+    low = None if folds_to_ascii(sentence) else sentence.lower()
+    if _may_hold(low, DEFER_WORDS) and DEFER_RE.search(sentence) is not None:
         return False
     body = _LABEL_PREFIX_RE.sub("", sentence.strip().lstrip("-*• ")).strip()
     body = _ENUM_LABEL_RE.sub("", body).strip()
-    negative = _NEGATIVE_RE.search(body) is not None
+    negative = _may_hold(low, NEGATIVE_WORDS) and _NEGATIVE_RE.search(body) is not None
     if _PROGRESS_RE.match(body) and not negative and _RULE_WORD_RE.search(body) is None:
         return False
     if negative or _STANDING_START_RE.match(body) is not None:
         return True
-    return _CONSTRAINT_RE.search(body) is not None and _TASK_START_RE.match(body) is None
+    return (
+        _may_hold(low, CONSTRAINT_LITERALS)
+        and _CONSTRAINT_RE.search(body) is not None
+        and _TASK_START_RE.match(body) is None
+    )
+
+
+def _may_hold(low: str | None, words: tuple[str, ...]) -> bool:
+    """Whether ``low`` (a lower-cased text, ``None`` for one with a character of
+    :data:`compactctl.text.FOLDS_TO_ASCII`) may hold one of ``words``: :func:`holds_word`
+    with the text lower-cased once for several word lists."""
+    return low is None or any(word in low for word in words)
 
 
 #: A reference back to something named before the sentence: "the flag", "this option",
