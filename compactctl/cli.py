@@ -26,6 +26,7 @@ from compactctl.cli_shell import (
     OptionalPaths,
     Paths,
     Shell,
+    app,
     command,
     err,
     fail_usage,
@@ -44,6 +45,10 @@ from compactctl.layers.options import (
     MicroParams,
     TiersOptions,
 )
+
+__all__ = ["app", "main"]
+"""``app`` (the Typer application, declared in :mod:`compactctl.cli_shell` and its commands
+registered here) and ``main`` (the console script)."""
 
 # --- commands ------------------------------------------------------------------------------
 
