@@ -312,6 +312,8 @@ def _write(
         "written": None,
         "tornLine": False,
     }
+    if out.materialize:
+        result["materialized"] = True
     if not out.writes:
         return result, 0
     target = out.output
@@ -329,7 +331,6 @@ def _write(
             lines = materialized_lines(
                 view, out.as_format, None if stream else path, session=session.session_event
             )
-            result["materialized"] = True
         else:
             lines = dump_events(session.events + new)
             result["appended"] = len(new)

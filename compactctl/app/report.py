@@ -411,8 +411,8 @@ def up_to_date_line(r: dict[str, Any]) -> str:
 def _verb(r: dict[str, Any], done: str, would: str) -> str:
     """The verb of a report line: what happened, where it went, or what would happen."""
     written = r.get("written")
-    if written is None:
-        return would
+    if written is None:  # --dry-run, --check: a materialized context is applied, not appended
+        return "would apply" if r.get("materialized") and would == "would append" else would
     if written != r["path"]:
         dest = "stdout" if written == STDIN else written
         source = "" if r["path"] == STDIN else "source unchanged; "
@@ -433,6 +433,8 @@ def _unchanged(r: dict[str, Any], why: str) -> str:
     if written is None or written == r["path"]:
         return f"{r['path']}: unchanged: {why}"
     dest = "stdout" if written == STDIN else written
+    if r.get("materialized"):
+        return f"{r['path']}: unchanged (effective context written to {dest}): {why}"
     return f"{r['path']}: unchanged (written to {dest} with no new events): {why}"
 
 

@@ -103,6 +103,13 @@ def test_stdin_to_stdout_keeps_raw_bytes_and_materialize(tmp_path: Path):
     types = [orjson.loads(x)["type"] for x in out.read_bytes().splitlines()]
     assert types[0] == "session" and set(types[1:]) == {"message"}
     assert out.read_bytes().splitlines()[0] == original.splitlines()[0]
+    assert b"(effective context written to" in r.stderr and b" applied micro" in r.stderr
+    dry = tmp_path / "dry.jsonl"
+    r = run_cli(
+        "compact", "--force", "--materialize", "--dry-run", "-o", str(dry), "-", input=original
+    )
+    assert r.returncode == 0 and not dry.exists()
+    assert b": would apply micro compaction" in r.stderr  # never "would append": it is not
 
 
 def test_events_on_stderr(tmp_path: Path):
