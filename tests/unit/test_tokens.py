@@ -234,19 +234,3 @@ def test_pool_workers_share_the_cores(monkeypatch) -> None:
     monkeypatch.setattr(tokens, "_cores", lambda: 8)
     tokens.share_cores(2)
     assert tokens.count_threads() == 2
-
-
-def _worker_threads() -> int:
-    return tokens.count_threads()
-
-
-def test_the_jobs_pool_initializer_is_share_cores() -> None:
-    """The runner's pool runs share_cores(n) in each worker (a real process pool)."""
-    import inspect
-    from concurrent.futures import ProcessPoolExecutor
-
-    from compactctl.app import runner
-
-    assert "initializer=share_cores, initargs=(n,)" in inspect.getsource(runner.run_files)
-    with ProcessPoolExecutor(max_workers=2, initializer=tokens.share_cores, initargs=(2,)) as p:
-        assert p.submit(_worker_threads).result() == max(1, min(2, tokens._cores() // 2))

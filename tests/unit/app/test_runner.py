@@ -26,6 +26,34 @@ def _stamp(path: str) -> dict[str, Any]:
     return {"path": path, "started": t, "size": os.path.getsize(path)}
 
 
+def _pool_share(path: str) -> dict[str, Any]:
+    """A worker (module level, so the pool can pickle it): the cores share it was given."""
+    from compactctl import tokens
+
+    return {"path": path, "workers": tokens._POOL_WORKERS}
+
+
+def test_pool_workers_are_told_how_many_share_the_cores(tmp_path: Path) -> None:
+    """``--jobs 2``: each pool process runs ``tokens.share_cores(2)`` first, so that its
+    token counting takes its share of the cores (``count_threads``), not two threads each."""
+    paths = []
+    for i in range(4):
+        (tmp_path / f"f{i}.jsonl").write_bytes(b"x")
+        paths.append(str(tmp_path / f"f{i}.jsonl"))
+    results = list(
+        runner.run_files(
+            paths,
+            _pool_share,
+            scope=runner.RunScope(jobs=2, quiet=True),
+            settings=Settings({}, "inspect", environ={}),
+            report=Report(),
+            desc="test",
+        )
+    )
+    assert [r["workers"] for r in results] == [2, 2, 2, 2]
+    assert _pool_share(paths[0])["workers"] == 1  # this process is not in a pool
+
+
 def test_results_in_input_order_and_each_window_largest_first(tmp_path: Path) -> None:
     # 150 files over 3 windows of 64; sizes shuffled by a fixed permutation
     sizes = [(i * 37) % 150 + 1 for i in range(150)]
