@@ -450,9 +450,9 @@ def show_warning(
     """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
     ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
     if issubclass(category, CompactWarning):
-        from compactctl.app.report import message as say
+        from compactctl.app.report import message as report_message
 
-        say(f"compactctl: warning: {message}")
+        report_message(f"compactctl: warning: {message}")
     else:
         _show_default(message, category, filename, lineno, file, line)
 

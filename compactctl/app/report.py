@@ -114,22 +114,19 @@ class Report:
         result: dict[str, Any],
         *,
         changed: bool = False,
-        entry: dict[str, Any] | None = None,
         tokens: dict[str, int] | None = None,
     ) -> None:
         """Record a processed file and whether it changed (or would change).
 
         ``result`` gets its ``outcome`` (``changed``, ``unchanged``, or :attr:`outcome_ok`)
         and its token counts (:data:`TOKEN_KEYS`, or ``tokens`` when given) are summed;
-        ``entry`` (default ``result``) is written to :attr:`doc`. A result with ``upToDate``
+        ``result`` is written to :attr:`doc`. A result with ``upToDate``
         (an ``-o DIR/`` output that held these bytes already) counts as up to date."""
         self.processed += 1
         self.changed += int(changed)
         self.up_to_date += int(bool(result.get("upToDate")))
         outcome = self.outcome_ok or ("changed" if changed else "unchanged")
         result["outcome"] = outcome
-        if entry is not None:
-            entry["outcome"] = outcome
         if tokens is None:
             tokens = {k: result[k] for k in TOKEN_KEYS if isinstance(result.get(k), int)}
         for key, value in tokens.items():
@@ -143,9 +140,8 @@ class Report:
                     row[key] = given
             self.rows.append(row)
         if self.doc is not None:
-            shown = result if entry is None else entry
-            head = {"path": shown["path"]} if "path" in shown else {}
-            self.doc.add({**head, "outcome": outcome, **shown})
+            head = {"path": result["path"]} if "path" in result else {}
+            self.doc.add({**head, "outcome": outcome, **result})
 
     def failed(self, path: str, error: CompactError) -> None:
         """Record a file that could not be processed; the run goes on. Its entry is
@@ -381,7 +377,9 @@ def message(text: str) -> None:
     if CAPTURE is not None and CAPTURE.pid == os.getpid():
         CAPTURE.warnings.append(text.removeprefix("compactctl: warning: ").rstrip("\n"))
         return
-    sys.stderr.write(text.rstrip("\n") + "\n")
+    from compactctl.app.terminal import say
+
+    say(text)  # above the progress bar, its label colored on a terminal
 
 
 # --- the line each transcript-changing command prints per file --------------------------------

@@ -73,6 +73,7 @@ from compactctl.app.store_rows import (
     write_tiers,
 )
 from compactctl.errors import CompactWarning, InputError, LockTimeout, UsageError, WriteError
+from compactctl.io.remote import is_url
 
 __all__ = [
     "BREAKER_FAILURES",
@@ -461,7 +462,7 @@ def absolute(path: str) -> str:
     >>> absolute("-"), absolute("s3://b/k.jsonl"), absolute("/a/../b.jsonl")
     ('-', 's3://b/k.jsonl', '/b.jsonl')
     """
-    if path == "-" or "://" in path:
+    if path == "-" or is_url(path):
         return path
     return os.path.abspath(path)
 

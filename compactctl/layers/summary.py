@@ -319,8 +319,6 @@ def _emit(enabled: bool, name: str, payload: Mapping[str, Any]) -> None:
     """One ``--events`` line on stderr: ``{"event", "timestamp" (RFC 3339 UTC, when it was
     printed), ...payload}``, camelCase keys as the ``--json`` report (docs/design.md)."""
     if enabled:
-        from compactctl.timeutil import now_rfc3339
-
         line = {"event": name, "timestamp": now_rfc3339(), **payload}
         sys.stderr.buffer.write(orjson.dumps(line) + b"\n")
         sys.stderr.flush()

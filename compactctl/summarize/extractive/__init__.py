@@ -79,8 +79,6 @@ __all__ = [
     "ERROR_LINES_PER_RESULT",
     "LEDGER_LINE_MAX",
     "MODEL_NAME",
-    "NONE_BULLET",
-    "TEST_IDS_PER_ERROR",
     "ExtractiveSummarizer",
 ]
 
@@ -154,25 +152,6 @@ class ExtractiveSummarizer:
         return SummaryResult(
             text=text, format="sections", task_state=None, model=MODEL_NAME, warnings=warnings
         )
-
-
-def __getattr__(name: str) -> object:
-    """:data:`NONE_BULLET` (of :mod:`~compactctl.summarize.extractive.render`) and
-    :data:`TEST_IDS_PER_ERROR` (of :mod:`~compactctl.summarize.extractive.ledger`), imported
-    when first asked for.
-
-    Raises:
-        AttributeError: ``name`` is neither.
-    """
-    if name == "NONE_BULLET":
-        from compactctl.summarize.extractive.render import NONE_BULLET
-
-        return NONE_BULLET
-    if name == "TEST_IDS_PER_ERROR":
-        from compactctl.summarize.extractive.ledger import TEST_IDS_PER_ERROR
-
-        return TEST_IDS_PER_ERROR
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _clear_caches() -> None:
