@@ -301,7 +301,7 @@ class Shell:
         flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
                      dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
                      torn_wait=self.torn_wait, tier=tier, fmt=self.fmt,
-                     documents=self.documents or None,
+                     documents=self.documents or None, filters=self.scope().filters,
                      db="" if self.no_store else self.db, native_ok=native)  # fmt: skip
         return output_options(s, paths, flags)
 

@@ -147,7 +147,9 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
     roots: tuple[str, ...] = ()
     if output is not None or output_dir is not None:
         documents = settings.get("documents", flags.get("documents"), False, bool)
-        found = walk(paths, documents=documents, skip=[output_dir] if output_dir else [])
+        # the files the run takes: the filters (--older-than, --glob, ...) apply here too
+        found = walk(paths, documents=documents, filters=flags.get("filters"),
+                     skip=[output_dir] if output_dir else [])  # fmt: skip
         files = [f.path for f in found.files]
         roots = tuple(dict.fromkeys(f.root for f in found.files if f.root is not None))
         if output is not None and len(files) > 1:
@@ -187,7 +189,7 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
     tier = flags.get("tier")
     if tier is not None and tier not in {"L0", "L1", "L2"}:
         raise UsageError(f"--tier must be L0, L1 or L2, not {tier!r}")
-    fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents")}
+    fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents", "filters")}
     fields.update(output=output, output_dir=output_dir, roots=roots or None)
     return resolve(OutputOptions, fields, settings)
 

@@ -250,3 +250,21 @@ def test_every_command_is_up_to_date_on_the_second_night(
         nights.append((r.stderr.decode(), _snapshot(out)))
     assert nights[1][0] == ""  # -q: nothing to say
     assert nights[1][1] == nights[0][1]
+
+
+def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> None:
+    """``-o FILE`` takes one transcript: counted after --older-than/--glob, not before (a
+    folder of two sessions, one of them live, goes to one output file)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    old = folder / "old.jsonl"
+    old.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    (folder / "live.jsonl").write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
+    hours_ago = time.time() - 5 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    out = tmp_path / "out.jsonl"
+    r = run_cli("compact", "--force", "--older-than", "2h", "-o", str(out), str(folder))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes().startswith(old.read_bytes())
+    r = run_cli("compact", "--force", "-o", str(tmp_path / "two.jsonl"), str(folder))
+    assert r.returncode == 2 and b"would receive 2 transcripts" in r.stderr
