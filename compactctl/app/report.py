@@ -407,17 +407,20 @@ def up_to_date_line(r: dict[str, Any]) -> str:
 
 
 def _verb(r: dict[str, Any], done: str, would: str) -> str:
-    """The verb of a report line: what happened, where it went, or what would happen."""
+    """The verb of a report line: what happened, where it went, or what would happen. With
+    ``--materialize`` the output is the effective context: its events were applied to it,
+    never appended."""
     written = r.get("written")
-    if written is None:  # --dry-run, --check: a materialized context is applied, not appended
-        return "would apply" if r.get("materialized") and would == "would append" else would
+    materialized = bool(r.get("materialized"))
+    if materialized and done == "appended":
+        done, would = "applied", "would apply"
+    if written is None:
+        return would
     if written != r["path"]:
         dest = "stdout" if written == STDIN else written
         source = "" if r["path"] == STDIN else "source unchanged; "
-        if r.get("materialized"):  # the output is the context the events give, not the log
-            done = "applied" if done == "appended" else done
-            return f"({source}effective context written to {dest}) {done}"
-        return f"({source}written to {dest}) {done}"
+        where = "effective context written to" if materialized else "written to"
+        return f"({source}{where} {dest}) {done}"
     return done
 
 
