@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactctl import tokens
 from compactctl.errors import UsageError
+from tests.helpers import FIXTURES
 
 TEXTS = [
     "hello world",
@@ -234,3 +238,89 @@ def test_pool_workers_share_the_cores(monkeypatch) -> None:
     monkeypatch.setattr(tokens, "_cores", lambda: 8)
     tokens.share_cores(2)
     assert tokens.count_threads() == 2
+
+
+# --- line blocks (LineCounts) ------------------------------------------------------------------
+
+LINE_ALPHABET = st.sampled_from(
+    ["\n", "\n\n", "\r\n", " ", "  ", "\t", "a", "Z", "word", "Über", "0", "42", "1234",
+     "'s", "'ll", "-", ".", "/", "{", "}", "::", "#", "你好", "表", "\u0301", "é", "🙂",
+     "\n ", "\n1", "\nx", "\n-", " \n", "    return x\n", "<|endoftext|>"]
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=sorted(tokens.LINE_CUT_ENCODINGS))
+def line_counts(request: pytest.FixtureRequest) -> tokens.LineCounts:
+    tokens.ensure_offline_encodings()
+    return tokens.LineCounts(_tiktoken_reference(request.param), request.param)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(LINE_ALPHABET, max_size=60))
+def test_line_blocks_count_as_the_whole_text(line_counts: tokens.LineCounts, parts: list[str]):
+    """The cut before an ASCII letter or digit after a newline is a piece boundary of each
+    encoding: the blocks' counts (cached or not) sum to tiktoken's count of the text."""
+    text = "".join(parts)
+    assert line_counts(text) == len(line_counts.enc.encode_ordinary(text))
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a decoded JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [s for v in items for s in _strings(v)]
+
+
+def test_line_blocks_count_the_fixtures_as_tiktoken(line_counts: tokens.LineCounts):
+    """Every multi-line string of every fixture transcript (code, logs, diffs, tables)."""
+    texts: set[str] = set()
+    for p in sorted(FIXTURES.rglob("*.jsonl")):
+        for line in p.read_bytes().splitlines():
+            try:
+                texts.update(s for s in _strings(json.loads(line)) if "\n" in s)
+            except ValueError:  # the fixtures of damaged files
+                continue
+    assert len(texts) > 200
+    assert sum(len(tokens._LINE_CUT.split(t)) for t in texts) > 3 * len(texts)
+    for text in texts:
+        assert line_counts(text) == len(line_counts.enc.encode_ordinary(text)), text[:200]
+    joined = "\n".join(sorted(texts))
+    assert line_counts(joined) == len(line_counts.enc.encode_ordinary(joined))
+
+
+def test_a_text_sharing_lines_with_one_counted_is_encoded_only_where_it_differs(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    encoded: list[str] = []
+    real = tokens._encoded_len
+    monkeypatch.setattr(tokens, "_encoded_len", lambda enc, t: encoded.append(t) or real(enc, t))
+    counter = tokens.TokenCounter("cl100k_base")
+    body = "".join(f"line {i}: value = {i * i}\n" for i in range(200))
+    first = "Read src/app.py\n" + body
+    again = "Read src/app.py again\n" + body.replace("line 7:", "line seven:")
+    ref = _tiktoken_reference("cl100k_base")
+    assert counter.count(first) == len(ref.encode_ordinary(first))
+    assert len(encoded) == 201  # one block per line
+    encoded.clear()
+    assert counter.count(again) == len(ref.encode_ordinary(again))
+    assert encoded == ["Read src/app.py again\n", "line seven: value = 49\n"]
+
+
+def test_past_the_cap_blocks_are_counted_but_not_kept(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(tokens, "LINE_CACHE_MAX_CHARS", 30)
+    lines = tokens.LineCounts(_tiktoken_reference("cl100k_base"), "cl100k_base")
+    text = "alpha beta\ngamma delta\nepsilon zeta eta\ntheta\n"
+    assert lines(text) == len(lines.enc.encode_ordinary(text))
+    assert list(lines.blocks) == ["alpha beta\n", "gamma delta\n", "epsilon zeta eta\n"]
+    assert lines(text) == len(lines.enc.encode_ordinary(text))
+
+
+def test_other_encodings_and_long_texts_are_counted_whole():
+    tokens.ensure_offline_encodings()
+    p50k = tokens.LineCounts(_tiktoken_reference("p50k_base"), "p50k_base")
+    text = "\n\n1\ntwo\nthree\n"  # p50k_base: "\n\n" ends a text as 1 piece, before "1" as 2
+    assert p50k(text) == len(p50k.enc.encode_ordinary(text)) == 8 and p50k.blocks == {}
+    cl = tokens.LineCounts(_tiktoken_reference("cl100k_base"), "cl100k_base")
+    long_text = "one two\nthree four\n" * (tokens.CHUNK_CHARS // 19 + 1)
+    assert cl(long_text) == len(cl.enc.encode_ordinary(long_text)) and cl.blocks == {}
