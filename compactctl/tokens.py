@@ -393,8 +393,7 @@ class TokenCounter:
         """
         if self.is_estimate or (self._prefetch is not None and self._prefetch.is_alive()):
             return
-        if self._queue is None:
-            self._queue = _CountQueue(self._cache)
+        self._count_queue()
 
         def run() -> None:
             try:
@@ -407,8 +406,7 @@ class TokenCounter:
                 ]
             except Exception:  # the caller's own count raises it (see above)
                 return
-            assert self._queue is not None
-            self._queue.submit(measure, todo, _PREFETCH)
+            self._count_queue().submit(measure, todo, _PREFETCH)
 
         thread = threading.Thread(target=run, name="compactctl-prefetch", daemon=True)
         self._prefetch = thread
@@ -444,12 +442,12 @@ class TokenCounter:
 
         tiktoken's Rust encoder releases the GIL while it encodes, so when the texts to
         encode hold at least :data:`THREADED_MIN_CHARS` characters they are encoded in
-        batches on :func:`count_threads` threads (as tiktoken's own
-        ``encode_ordinary_batch`` does, in fewer, larger tasks); measured on the payloads of
-        the 32 MB bench session (11,354 messages, 23.0M characters): 6.3-6.6 s wall on two
-        threads, 7.4-9.7 s on one (load average 5-6 on 2 cores). After a :meth:`prefetch`,
-        they go to its threads, ahead of what it has queued. The counts are those of one
-        thread: each text is counted by :func:`_encoded_len` either way. A text longer than
+        batches on :func:`count_threads` threads (those of :class:`_CountQueue`, as
+        tiktoken's own ``encode_ordinary_batch`` does, in fewer, larger tasks); measured
+        on the payloads of the 32 MB bench session (11,354 messages, 23.0M characters):
+        6.3-6.6 s wall on two threads, 7.4-9.7 s on one (load average 5-6 on 2 cores).
+        After a :meth:`prefetch`, they go ahead of what it has queued. The counts are those
+        of one thread: each text is counted by :class:`LineCounts` either way. A text longer than
         :data:`CHUNK_CHARS` is counted on the calling thread (piece by piece; see there).
         """
         texts = list(texts)
@@ -463,11 +461,18 @@ class TokenCounter:
             for t in todo:
                 if len(t) > CHUNK_CHARS:
                     cache[t] = measure(t)
-            if self._queue is not None and _threaded(short):
-                self._queue.wait(self._queue.submit(measure, short, _NEEDED))
+            if _threaded(short):
+                queue = self._count_queue()
+                queue.wait(queue.submit(measure, short, _NEEDED))
             else:
-                cache.update(zip(short, _count_batches(measure, short), strict=True))
+                cache.update((t, measure(t)) for t in short)
         return [cache[t] if t else 0 for t in texts]
+
+    def _count_queue(self) -> _CountQueue:
+        """The counting threads' queue, made on first use (by the caller's thread)."""
+        if self._queue is None:
+            self._queue = _CountQueue(self._cache)
+        return self._queue
 
 
 _NEEDED, _PREFETCH = 0, 1
@@ -475,10 +480,11 @@ _NEEDED, _PREFETCH = 0, 1
 
 
 class _CountQueue:
-    """The counting threads of a :class:`TokenCounter` that prefetches: batches of texts
-    in order of priority (then of submission), counted into the counter's cache by
+    """The counting threads of a :class:`TokenCounter`: batches of texts in order of
+    priority (then of submission), counted into the counter's cache by
     :func:`count_threads` daemon threads, started when there is work and ended when the
-    queue is empty (none is left behind)."""
+    queue is empty (none is left behind). When no thread can be started (a process limit),
+    whoever submits counts, until its own batches are done."""
 
     def __init__(self, cache: dict[str, int]) -> None:
         self._cache = cache
@@ -509,7 +515,7 @@ class _CountQueue:
             if alone:  # nobody would count them: the caller does, now
                 self._workers += 1
         if alone:
-            self._work()
+            self._work(until=futures)
         return futures
 
     @staticmethod
@@ -518,11 +524,13 @@ class _CountQueue:
         for future in futures:
             future.result()
 
-    def _work(self) -> None:
+    def _work(self, until: list[Future[None]] | None = None) -> None:
+        """Count queued batches, the most urgent first, until the queue is empty (or, for
+        a caller counting alone, until the batches of ``until`` are done)."""
         cache = self._cache
         while True:
             with self._lock:
-                if not self._heap:
+                if not self._heap or (until and all(f.done() for f in until)):
                     self._workers -= 1
                     return
                 _, _, measure, batch, future = heapq.heappop(self._heap)
@@ -573,21 +581,6 @@ def _cores() -> int:
     """The cores this process may run on (its affinity)."""
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-
-
-def _count_batches(measure: LineCounts, texts: list[str]) -> list[int]:
-    """``measure`` of each of ``texts`` (none longer than :data:`CHUNK_CHARS`), in order,
-    on :func:`count_threads` threads when they are long enough together."""
-    threads = count_threads()
-    if not _threaded(texts):
-        return [measure(t) for t in texts]
-    from concurrent.futures import ThreadPoolExecutor
-
-    def count(batch: list[str]) -> list[int]:
-        return [measure(t) for t in batch]
-
-    with ThreadPoolExecutor(threads, thread_name_prefix="compactctl-count") as pool:
-        return [n for counts in pool.map(count, _batches(texts)) for n in counts]
 
 
 def _threaded(texts: list[str]) -> bool:

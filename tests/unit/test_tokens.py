@@ -225,6 +225,36 @@ def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
     assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
 
 
+def test_a_caller_counting_alone_counts_only_its_own_batches(monkeypatch: pytest.MonkeyPatch):
+    """No counting thread can be started: the caller counts its texts, not a prefetch's
+    batches still queued (they stay queued for whoever needs them)."""
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name == "compactctl-count":
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    queue = counter._count_queue()
+    from concurrent.futures import Future
+
+    pending: Future[None] = Future()
+    queued = [f"prefetched text {i}\n" * 50 for i in range(20)]
+    queue._heap.append((tokens._PREFETCH, -1, counter._measure(), queued, pending))
+    needed = [f"needed text {i} " * (i % 40 + 30) for i in range(200)]
+    assert sum(map(len, needed)) > tokens.THREADED_MIN_CHARS
+    ref = _tiktoken_reference("cl100k_base")
+    assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
+    assert not pending.done() and not set(queued) & set(counter._cache)
+    assert queue._heap == [(tokens._PREFETCH, -1, counter._measure(), queued, pending)]
+    assert queue._workers == 0
+
+
 def test_pool_workers_share_the_cores(monkeypatch) -> None:
     """A --jobs pool of N processes on C cores: each counts on C // N threads (at least 1,
     at most 2), so that two workers on two cores do not run four counting threads."""
