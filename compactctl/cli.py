@@ -36,7 +36,6 @@ from compactctl.cli_shell import (
     stdin_paths,
     transform,
 )
-from compactctl.io.files import discover
 from compactctl.layers.options import (
     SECTIONS_MAX_CHARS,
     TASK_STATE_MAX_CHARS,
@@ -473,7 +472,7 @@ def convert_cmd(
 
     s = settings_for(sh.config, "convert")
     to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
-    several = len(discover(paths)[0]) > 1
+    several = sh.inputs(paths) > 1
     # --dry-run reports what the real run would do, so it refuses what that run refuses;
     # --check only asks whether any input is foreign (a CI gate) and needs no output
     if several and not (check or to_dir):
@@ -567,7 +566,7 @@ def undo_cmd(
     from compactctl.app.jobs import undo_path
     from compactctl.layers.options import UndoOptions
 
-    if event is not None and len(discover(paths)[0]) > 1:
+    if event is not None and sh.inputs(paths) > 1:
         fail_usage("--event names an event of one transcript; give one file")
     s = settings_for(sh.config, "undo")
     out = sh.output_options(s, paths, None)

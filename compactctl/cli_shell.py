@@ -290,6 +290,17 @@ class Shell:
                         quiet=self.quiet, verbose=self.verbose, json_out=self.json_out,
                         filters=filters, keep_rows=self.report is not None)  # fmt: skip
 
+    def inputs(self, paths: list[str]) -> int:
+        """How many transcripts the run takes from ``paths``: walked as the run walks them,
+        with ``--documents`` and the filters (``--older-than``, ``--glob``, ...).
+
+        Raises:
+            UsageError: a filter value that does not parse.
+        """
+        from compactctl.io.files import walk
+
+        return len(walk(paths, documents=bool(self.documents), filters=self.scope().filters).files)
+
     def output_options(
         self, s: Settings, paths: list[str], tier: str | None, *, native: bool = False
     ) -> Any:

@@ -268,3 +268,24 @@ def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> N
     assert out.read_bytes().startswith(old.read_bytes())
     r = run_cli("compact", "--force", "-o", str(tmp_path / "two.jsonl"), str(folder))
     assert r.returncode == 2 and b"would receive 2 transcripts" in r.stderr
+
+
+def test_convert_and_undo_count_the_inputs_the_filters_keep(tmp_path: Path) -> None:
+    """``convert`` to stdout and ``undo --event`` take one transcript: counted after the
+    filters, as ``-o FILE`` is (a folder with one old session and one live one)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    old = folder / "old.jsonl"
+    old.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    (folder / "live.jsonl").write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
+    hours_ago = time.time() - 5 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    r = run_cli("convert", "--older-than", "2h", str(folder))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == old.read_bytes()  # canonical already: converted as it is
+    r = run_cli("convert", str(folder))
+    assert r.returncode == 2 and b"stdout would receive several" in r.stderr
+    r = run_cli("undo", "--event", "no-such-event", "--older-than", "2h", str(folder))
+    assert r.returncode == 2 and b"old.jsonl: --event no-such-event: no compact" in r.stderr
+    r = run_cli("undo", "--event", "no-such-event", str(folder))
+    assert r.returncode == 2 and b"--event names an event of one transcript" in r.stderr
