@@ -220,11 +220,33 @@ def original_for(path: str, against: str) -> str:
     raise InputError(f"--against {against}: no original named like {name} there", path=path)
 
 
+def _refuse_effective_context(session: Session) -> None:
+    """Refuse to evaluate an effective context against itself: a log whose messages include
+    a summary message (``summaryOf``, as replay writes it: ``--materialize`` and ``inspect
+    --effective`` outputs) holds the summary and not the messages it replaced, so its own
+    messages are no original, and its retention would be 1.0 whatever the summary lost.
+
+    Raises:
+        InputError: such a file (the message says to pass ``--against``).
+    """
+    for e in session.events:
+        if isinstance(e, Message) and isinstance(e.data.get("summaryOf"), str):
+            raise InputError(
+                f"an effective context, not a log: line {e.line} is a summary message "
+                f"(summaryOf {e.data['summaryOf']}) and the messages it replaced are not in "
+                "the file (a --materialize output?), so eval would check it against itself; "
+                "pass --against ORIGINAL, the transcript it was made from, to measure what "
+                "the compaction lost",
+                path=session.path,
+            )
+
+
 def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
     """``eval`` on one transcript (or ``-``): ``{"path", "result": FileEval}``.
 
     Raises:
-        InputError: the file (or its original) cannot be read, or its format is unknown.
+        InputError: the file (or its original) cannot be read, or its format is unknown; an
+            effective context (a ``--materialize`` output) without ``--against``.
         UsageError, SummarizerError: as :func:`evaluate_session`.
     """
     with _acyclic():
@@ -232,7 +254,9 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
             path, options.fmt, encoding=options.encoding, context_window=options.context_window
         )
         original = None
-        if options.against is not None:
+        if options.against is None:
+            _refuse_effective_context(session)
+        else:
             original = open_session(
                 original_for(path, options.against),
                 None,

@@ -160,6 +160,10 @@ def test_after_compact_and_against_a_materialized_output(tmp_path: Path):
     )
     assert (a["tokensBefore"], a["tokensAfter"] + frame) == (b["tokensBefore"], b["tokensAfter"])
     assert a["tokensAfter"] < a["tokensBefore"] // 2 and a["probes"]["retention"] == 1.0
+    # without --against, the effective context would be its own original: refused (exit 3)
+    r = run_cli("eval", "--estimate", "--min-retention", "0.9", str(ctx))
+    assert r.returncode == 3 and r.stdout == b""
+    assert b"an effective context, not a log" in r.stderr and b"--against ORIGINAL" in r.stderr
 
 
 def test_compare_side_by_side():

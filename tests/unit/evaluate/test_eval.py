@@ -17,7 +17,7 @@ import pytest
 
 from compactctl.app.inspect import InspectOptions, inspect_path
 from compactctl.app.jobs import OutputOptions, compact_path
-from compactctl.errors import UsageError
+from compactctl.errors import InputError, UsageError
 from compactctl.evaluate import Context, EvalOptions, Probe, evaluate_session, extract_probes
 from compactctl.evaluate.job import eval_path
 from compactctl.evaluate.probes import KINDS, normalise
@@ -285,7 +285,6 @@ def test_against_the_original_for_a_materialized_output(tmp_path: Path):
     compact_path(str(src), opts, OutputOptions(output=str(ctx), materialize=True, db=""))
     direct = eval_path(str(log), EST)["result"]
     against = eval_path(str(ctx), EvalOptions(encoding="estimate", against=str(src)))["result"]
-    alone = eval_path(str(ctx), EST)["result"]
     assert against.against == str(src)
     assert against.counts.total == direct.counts.total
     assert against.counts.retention == direct.counts.retention
@@ -306,8 +305,12 @@ def test_against_the_original_for_a_materialized_output(tmp_path: Path):
     )
     assert against.tokens_before == direct.tokens_before
     assert against.tokens_after == direct.tokens_after + frame
-    # alone, the materialized file has only its kept messages: fewer probes, all kept
-    assert alone.counts.total < direct.counts.total and alone.counts.retention == 1.0
+    # alone, the materialized file has only its kept messages: it would be checked against
+    # itself (retention 1.0 whatever the summary lost), so it is refused, naming --against
+    with pytest.raises(InputError, match=r"effective context, not a log: line \d+ is a summary"
+                       r" message .* pass --against ORIGINAL") as refused:  # fmt: skip
+        eval_path(str(ctx), EST)
+    assert refused.value.exit_code == 3
 
 
 def test_against_a_folder_finds_the_original_by_name(tmp_path: Path):
