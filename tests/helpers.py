@@ -144,20 +144,21 @@ def counted(*a, **k):
 reader.read_transcript = counted
 sys.argv = ["compactctl", *sys.argv[2:]]
 from compactctl.cli import main
+code = 0
 try:
     main()
-except SystemExit:
-    pass
-sys.stderr.write(f"OPENS {len(opened)} PARSED {len(parsed)} {opened!r}\\n")
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else 1
+sys.stderr.write(f"EXIT {code} OPENS {len(opened)} PARSED {len(parsed)} {opened!r}\\n")
 """
 """A script that runs ``compactctl ARGS`` (``python -c COUNT_OPENS FILE ARGS...``) and ends
-its stderr with ``OPENS N PARSED M [...]``: the ``open`` calls of FILE an audit hook saw (as
-strace would), and the calls of the reader's ``read_transcript`` (what ``Session.open``
-parses with)."""
+its stderr with ``EXIT C OPENS N PARSED M [...]``: the command's exit code, the ``open``
+calls of FILE an audit hook saw (as strace would), and the calls of the reader's
+``read_transcript`` (what ``Session.open`` parses with)."""
 
 
 def count_opens(path: Path, *args: str, env: dict[str, str]) -> str:
-    """The ``OPENS N PARSED M [...]`` line of :data:`COUNT_OPENS` for ``compactctl ARGS`` on
+    """The ``EXIT C OPENS N PARSED M [...]`` line of :data:`COUNT_OPENS` for ``compactctl ARGS`` on
     ``path`` (``env`` added to the environment), with the run's stderr when it is missing."""
     out = subprocess.run(
         [sys.executable, "-c", COUNT_OPENS, str(path), *args],

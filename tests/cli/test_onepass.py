@@ -181,7 +181,7 @@ def test_one_pass_reads_and_parses_the_file_once(tmp_path: Path) -> None:
     env = {"COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
     argv = ["compact", "--force", "--layers", "all", "--jobs", "1", str(path)]
     line = count_opens(path, *argv, env=env)
-    assert line.startswith("OPENS 2 PARSED 1 "), line
+    assert line.startswith("EXIT 0 OPENS 2 PARSED 1 "), line
     added = path.read_bytes()[len((SAMPLES / "small-s1.canonical.jsonl").read_bytes()) :]
     assert len(added.splitlines()) == 5  # rules, dedup, micro, summary, tiers
 

@@ -160,5 +160,5 @@ def test_compact_force_opens_the_transcript_twice(tmp_path):
     p.write_bytes(SAMPLE.read_bytes())
     env = {"COMPACTCTL_DB": str(tmp_path / "db.sqlite")}
     line = count_opens(p, "compact", "--force", "--jobs", "1", str(p), env=env)
-    assert line.startswith("OPENS 2 PARSED 1 "), line
+    assert line.startswith("EXIT 0 OPENS 2 PARSED 1 "), line
     assert p.stat().st_size > len(SAMPLE.read_bytes())  # the append landed
