@@ -515,6 +515,8 @@ def test_two_processes_write_at_once(tmp_path: Path) -> None:
         assert s.schema_version == SCHEMA_VERSION
         assert len(s.history()) == 2 * ROWS_PER_WRITER
         assert len(s.history("p1")) == len(s.history("p2")) == ROWS_PER_WRITER
+        # every row landed whole: each saved one token (tokens_before i + 1, after i)
+        assert sum(r.tokens_before - r.tokens_after for r in s.history()) == 2 * ROWS_PER_WRITER
         for key in ("p1", "p2"):
             state = s.get_state(key)
             assert state is not None
