@@ -31,6 +31,7 @@ from compactctl.model import CompactEvent, Event, Message, RevertEvent, SummaryE
 __all__ = [
     "Reducer",
     "View",
+    "apply_summary",
     "known_modes",
     "live_events",
     "reducer",
@@ -175,6 +176,22 @@ def _apply_summary(view: View, event: SummaryEvent, tier: str | None) -> View:
         else:
             out.append(m)
     return out
+
+
+def apply_summary(view: View, event: SummaryEvent) -> View:
+    """The effective context after ``event``, given ``view``, the effective context before
+    it: ``replay([*view, event])`` without walking ``view`` again as a log (and without
+    the calls replay notes for tool results that would follow the summary: none do). A
+    new list; ``view`` itself when the event replaces nothing.
+
+    >>> from compactctl.model import event_from_dict as ev
+    >>> view = [ev({"type": "message", "uuid": "m1", "role": "user", "content": "a"}),
+    ...         ev({"type": "message", "uuid": "m2", "role": "user", "content": "b"})]
+    >>> s = ev({"type": "summary", "uuid": "s1", "replaces": ["m1"], "summaryText": "S"})
+    >>> [(m.uuid, m.content) for m in apply_summary(view, s)]
+    [('s1', 'S'), ('m2', 'b')]
+    """
+    return _apply_summary(view, event, None)
 
 
 def reverted(events: Iterable[Event]) -> dict[str, str]:

@@ -35,7 +35,7 @@ from compactctl.model import (
     event_from_dict,
     is_real_user,
 )
-from compactctl.replay import View, replay, tool_block_keys
+from compactctl.replay import View, apply_summary, tool_block_keys
 from compactctl.session import Session
 from compactctl.text import PINNED, constraint_re
 from compactctl.timeutil import now_rfc3339
@@ -549,7 +549,9 @@ def _plan_compact(
     # replay(log + new), from the views already built: replay applies events in order, so
     # the context after log + [micro] is view2, and a summary is applied to it alone.
     summaries = [e for e in new if isinstance(e, SummaryEvent)]
-    after_view = view if not new else view2 if not summaries else replay([*view2, *summaries])
+    after_view = view if not new else view2
+    for summary_event in summaries:
+        after_view = apply_summary(after_view, summary_event)
     if summaries and opts.micro_enabled and opts.keep_recent_tokens is not None:
         tail_event, after_view = _micro_tail(log + new, after_view, opts, counter, now)
         if tail_event is not None:

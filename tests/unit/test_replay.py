@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from compactctl.model import event_from_dict
-from compactctl.replay import replay
+from compactctl.replay import apply_summary, replay
 from tests.helpers import message, split_blocks
 from tests.strategies import logs_with_reductions
 
@@ -154,3 +154,19 @@ def test_a_message_whose_summary_of_is_not_a_string_is_kept():
         event_from_dict({"type": "summary", "uuid": "s1", "replaces": ["u1"], "summaryText": "S1"}),
     ]
     assert [(m.uuid, m.content) for m in replay(log)] == [("s1", "S1"), ("x1", "odd")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(logs_with_reductions())
+def test_apply_summary_is_replay_of_the_view_and_the_summary(log):
+    # the compact layer applies its summary to the context it planned on this way
+    view = replay(log)
+    uuids = [m.uuid for m in view if m.uuid]
+    for replaced in (uuids[:1], uuids[1 : len(uuids) // 2], uuids[len(uuids) // 2 :], []):
+        summary = event_from_dict(
+            {"type": "summary", "uuid": "s-new", "replaces": replaced, "summaryText": "S"}
+        )
+        expected = replay([*view, summary])
+        assert [m.to_json() for m in apply_summary(view, summary)] == [
+            m.to_json() for m in expected
+        ]

@@ -143,6 +143,31 @@ EXIT_LINES = st.tuples(
 ).map("".join)
 
 
+#: One line of every form located_errors keeps (each alternative of its two regexes).
+LOCATED_SHAPES = [
+    "Error: connection refused at scripts/deploy.sh:42",
+    "src/a.py:42: error: Incompatible types",
+    "a.c:3:5: error: expected ';'",
+    "x:3error",
+    "a.ts(3,5): error TS2322: Type",
+    "a.ts(3) - ERROR TS1",
+    "x.ts(3,5) fatal error C1",
+    "tests/test_a.py:12: AssertionError",
+    "./x.sh: line 42: rsync: command not found",
+    "x.sh:42: command not found: rsync",
+    "./x.sh: 42: rsync: not found",
+    "./x.sh: 4: y: Syntax error: bad",
+    "--- FAIL: TestX (0.00s)",
+]
+
+
+def test_every_located_shape_is_found_alone_and_in_an_output():
+    for line in LOCATED_SHAPES:
+        for text in (line, f"building\n{line}\ndone"):
+            assert xf.located_errors(text) == [line], text
+            assert _located_errors_reference(text) == [line], text
+
+
 PIECES = st.one_of(
     EXIT_LINES,
     st.sampled_from(
@@ -167,6 +192,7 @@ PIECES = st.one_of(
             "1 deselected",
             "2 rerun",
             "=== 7 skipped ===",
+            *LOCATED_SHAPES,
         ]
     ),
     st.sampled_from([": ", "=", " ", "\n", "\t", "  \n", "-1", "0", "137", "x", "é", "你好"]),

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.summarize.extractive import failures, intent
+from compactctl.summarize.extractive import extract, failures, intent
 from compactctl.summarize.extractive.failures import (
     _ERROR_PREFIX_RE,
     _EXC_AT_START_RE,
@@ -238,3 +238,53 @@ def test_the_line_prefilter_tests_exactly_its_marks() -> None:
     for mark in failures._ERROR_LINE_MARKS:
         assert _may_be_error_line(f"x {mark} y"), mark
     assert _may_be_error_line("FAILED a") and not _may_be_error_line("x FAILED a")
+
+
+#: Names of every kind _Concepts.scan counts (tickets, test ids, identifiers, backticks),
+#: inside paths and next to the characters its regexes look at.
+_NAME_PIECES = [
+    "ABC-123", "JIRA-7", "tests/test_a.py::test_load[1]", "a.py::T::test_x", "load_page",
+    "LeaseExpired", "pageSize", "`flush_all`", "`src/a.py`", "src/load_page.py", "x.py",
+    "https://h/x/pageSize", "-", "_", "/", ".", "::", " ", "\n", "ABC", "-123", "Load",
+]  # fmt: skip
+
+
+def _scan_both(texts: list[tuple[str, bool]]) -> tuple[object, object]:
+    fast, slow = extract._Concepts(), extract._Concepts()
+    for text, introduce in texts:
+        fast.scan(text, introduce)
+        slow.scan(text, introduce, prefilter=False)
+    return (
+        (fast.counts, fast.priority, fast.order, fast.ranked()),
+        (slow.counts, slow.priority, slow.order, slow.ranked()),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from(_NAME_PIECES), max_size=8).map("".join), st.booleans()),
+        max_size=6,
+    )
+)
+def test_concept_scan_counts_the_same_without_its_prefilters(
+    texts: list[tuple[str, bool]],
+) -> None:
+    fast, slow = _scan_both(texts)
+    assert fast == slow
+
+
+def test_concept_scan_counts_the_same_without_its_prefilters_on_fixtures() -> None:
+    # user texts introduce names; the assistant's only count known ones (as Extractor does)
+    texts = [(t[:4000], i % 3 == 0) for i, t in enumerate(FIXTURE_TEXTS[:6000])]
+    fast, slow = _scan_both(texts)
+    assert fast == slow
+    assert len(slow[2]) > 10  # names were found, and counted again in later texts
+
+
+def test_concept_scan_skips_a_text_without_a_known_name() -> None:
+    concepts = extract._Concepts()
+    concepts.scan("Fix load_page for ABC-12.")
+    concepts.scan("load_page again, and ABC-12", introduce=False)
+    concepts.scan("nothing known here: flush_all", introduce=False)
+    assert concepts.counts == {"load_page": 2, "ABC-12": 2}
