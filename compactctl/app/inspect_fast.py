@@ -101,8 +101,8 @@ def inspect_lines(
         number = 0
         for lines in chunks:
             raws.extend(lines)
-            for raw in lines:
-                number += 1
+            first = number + 1  # the line numbers go on across blocks
+            for number, raw in enumerate(lines, first):
                 try:
                     data = loads(raw)
                 except decode_error:
