@@ -13,6 +13,7 @@ place. It consumes a session's lines as ``(line number, JSON object or BadLine)`
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 from collections.abc import Callable, Container, Iterable
 from typing import Any
@@ -55,14 +56,21 @@ _BAD_LINE_MESSAGES = {
 }
 
 _ROLE_ROW = ("messages", "bytes", "chars", "tokens")
-"""The fields of a ``byRole`` row: messages (a count), bytes, chars, tokens."""
+"""The fields of a ``byRole`` row: messages (a count), bytes, chars, tokens (while fed, a
+list of their values in this order: an index is cheaper than a key in the inner loop)."""
 
 _TOOL_ROW = ("calls", "results", "errors", "bytes", "chars", "tokens")
-"""The fields of a ``byTool`` row: calls, results, errors (counts), bytes, chars, tokens."""
+"""The fields of a ``byTool`` row: calls, results, errors (counts), bytes, chars, tokens
+(while fed, a list of their values in this order)."""
 
 _DUP_TAIL = 32
 """Chars at the end of a tool output that, with its length, bucket it for the exact repeat
-search (texts are compared whole only within a bucket, :func:`_repeats`)."""
+search (texts are compared whole only within a bucket, :func:`_filed`)."""
+
+_Bucket = str | list[list[Any]] | Counter[str]
+"""The texts filed in one bucket of the exact repeat search (:func:`_filed`): the one text
+filed so far, the ``[text, count]`` groups of its distinct texts (up to 8), or a
+``Counter`` of them (more)."""
 
 
 def _finding(line: int | None, kind: str, message: str) -> Finding:
@@ -169,8 +177,8 @@ class InspectAccumulator:
         findings: the findings so far, in feeding order (:meth:`report` adds the unanswered
             tool calls and sorts them).
 
-    Memory: a few ints per message, the tool outputs' texts (for the exact repeats) and the
-    compact and summary events; no message is kept.
+    Memory: a few ints per message, one text of each distinct tool output (for the exact
+    repeats) and the compact and summary events; no message is kept.
 
     >>> acc = InspectAccumulator(TokenCounter("estimate"))
     >>> acc.feed([(1, {"type": "message", "uuid": "a", "role": "user", "content": "hello"}),
@@ -193,8 +201,8 @@ class InspectAccumulator:
         self._turn = 0  # the running turn id (jsonl.assign_turns)
         self._max_turn: int | None = None
         self._by_type: dict[str, int] = {}
-        self._by_role: dict[str, dict[str, int]] = {}
-        self._by_tool: dict[str, dict[str, int]] = {}
+        self._by_role: dict[str, list[int]] = {}  # values in _ROLE_ROW order
+        self._by_tool: dict[str, list[int]] = {}  # values in _TOOL_ROW order
         self._counts: list[int] = []  # payload tokens of each message
         self._message_lines: list[int | None] = []
         self._seen: dict[str, int | None] = {}  # uuid -> line of its first use
@@ -204,7 +212,7 @@ class InspectAccumulator:
         # heap of the largest tool outputs: (tokens, -index, uuid, line, toolName, callId, chars)
         self._outputs: list[tuple[Any, ...]] = []
         # tool outputs by (length, tail): only texts sharing both are compared whole
-        self._buckets: dict[tuple[int, str], Any] = {}
+        self._buckets: dict[tuple[int, str], _Bucket] = {}
         self._source_dup_bytes = 0
         self._reductions: list[CompactEvent | SummaryEvent | RevertEvent] = []
         self._modes: set[str] | None = None
@@ -227,12 +235,15 @@ class InspectAccumulator:
             UnknownCounter: a message comes before the counter is known.
             ValueError: the counter's tiktoken encoding is not available offline.
         """
-        counter, top = self.counter, self.top
+        counter, top, message_model = self.counter, self.top, self._message_model
         lines, turn, max_turn = self._lines, self._turn, self._max_turn
+        messages = 0  # message lines: added to by_type["message"] at the end
         by_type, by_role, by_tool = self._by_type, self._by_role, self._by_tool
         findings, seen, counts = self.findings, self._seen, self._counts
         message_lines, buckets, outputs = self._message_lines, self._buckets, self._outputs
         call_line, answered, tool_of_call = self._call_line, self._answered, self._tool_of_call
+        # the tokens a tool output must exceed to enter the largest: any while there is room
+        least = outputs[0][0] if 0 < top == len(outputs) else -math.inf if top > 0 else math.inf
         try:
             for line, data in items:
                 if line is not None and line > lines:
@@ -242,8 +253,11 @@ class InspectAccumulator:
                     findings.append(bad_line_finding(data))
                     continue
                 t = data.get("type")
-                key = t if isinstance(t, str) and t else "untyped"
-                by_type[key] = by_type.get(key, 0) + 1
+                if t == "message":
+                    messages += 1
+                else:
+                    key = t if isinstance(t, str) and t else "untyped"
+                    by_type[key] = by_type.get(key, 0) + 1
                 uuid = data.get("uuid")
                 if not isinstance(uuid, str):
                     if t == "message" or t == "compact" or t == "summary":
@@ -268,13 +282,13 @@ class InspectAccumulator:
                 # a message
                 if counter is None:
                     raise UnknownCounter("a message comes before the session event")
-                if self._message_model is None and isinstance(data.get("model"), str):
-                    self._message_model = data["model"] or None
+                if message_model is None and "model" in data and isinstance(data["model"], str):
+                    message_model = data["model"] or None
                 role = data.get("role")
                 if not isinstance(role, str):
                     role = ""
                 tid = data.get("turnId")  # the turn id, as jsonl.assign_turns gives it
-                if isinstance(tid, int) and not isinstance(tid, bool):
+                if tid.__class__ is int or (isinstance(tid, int) and not isinstance(tid, bool)):
                     turn = tid
                 elif role == "user" and is_real_user(data):
                     turn += 1
@@ -299,11 +313,13 @@ class InspectAccumulator:
                 index = len(counts)
                 counts.append(n)
                 message_lines.append(line)
-                row = by_role.get(role or "?") or _new_row(by_role, role or "?", _ROLE_ROW)
-                row["messages"] += 1
-                row["bytes"] += size
-                row["chars"] += chars
-                row["tokens"] += n
+                row = by_role.get(role or "?")
+                if row is None:
+                    row = by_role[role or "?"] = [0, 0, 0, 0]
+                row[0] += 1  # messages, bytes, chars, tokens (_ROLE_ROW)
+                row[1] += size
+                row[2] += chars
+                row[3] += n
                 if isinstance(calls, list) and calls:  # Message.tool_calls, without the list
                     for c in calls:
                         if isinstance(c, dict):
@@ -312,8 +328,10 @@ class InspectAccumulator:
                             if isinstance(cid, str):
                                 tool_of_call[cid] = name
                                 call_line[cid] = line
-                            row = by_tool.get(name) or _new_row(by_tool, name, _TOOL_ROW)
-                            row["calls"] += 1
+                            row = by_tool.get(name)
+                            if row is None:
+                                row = by_tool[name] = [0, 0, 0, 0, 0, 0]
+                            row[0] += 1  # calls (_TOOL_ROW)
                 if role != "tool":
                     continue
                 tool_name = data.get("toolName")
@@ -323,13 +341,16 @@ class InspectAccumulator:
                 if not isinstance(call_id, str):
                     call_id = None
                 name = tool_name or tool_of_call.get(call_id or "", "?")
-                row = by_tool.get(name) or _new_row(by_tool, name, _TOOL_ROW)
-                row["results"] += 1
-                row["errors"] += data.get("isError") is True
-                row["bytes"] += size
-                row["chars"] += chars
-                row["tokens"] += n
-                if top > 0 and (len(outputs) < top or n > outputs[0][0]):
+                row = by_tool.get(name)
+                if row is None:
+                    row = by_tool[name] = [0, 0, 0, 0, 0, 0]
+                row[1] += 1  # results, errors, bytes, chars, tokens (_TOOL_ROW)
+                if data.get("isError") is True:
+                    row[2] += 1
+                row[3] += size
+                row[4] += chars
+                row[5] += n
+                if n > least:
                     # (n, -index) is unique: a later output of the least size never enters
                     uid = uuid if isinstance(uuid, str) else ""
                     item = (n, -index, uid, line, tool_name, call_id, chars)
@@ -337,26 +358,24 @@ class InspectAccumulator:
                         heapq.heappush(outputs, item)
                     else:
                         heapq.heapreplace(outputs, item)
-                if text:  # filed for the exact repeats (_repeats counts each bucket)
+                    if len(outputs) == top:
+                        least = outputs[0][0]
+                if text:  # filed for the exact repeats (_filed counts them by bucket)
                     bucket = (chars, text[-_DUP_TAIL:])
                     same = buckets.get(bucket)
-                    if same is None:
-                        buckets[bucket] = text
-                    elif same.__class__ is list:
-                        same.append(text)
-                    else:
-                        buckets[bucket] = [same, text]
-                extra = data.get("duplicateBytes")
-                if isinstance(extra, int):
-                    self._source_dup_bytes += extra
+                    buckets[bucket] = text if same is None else _filed(same, text)
+                if "duplicateBytes" in data and isinstance(data["duplicateBytes"], int):
+                    self._source_dup_bytes += data["duplicateBytes"]
                 if call_id is None or call_id not in call_line:
                     message = f"tool result answers unknown call {call_id!r}"
                     findings.append(_finding(line, "tool-result-without-call", message))
                 else:
                     answered.add(call_id)
         finally:
-            self.counter = counter
+            self.counter, self._message_model = counter, message_model
             self._lines, self._turn, self._max_turn = lines, turn, max_turn
+            if messages:
+                by_type["message"] = by_type.get("message", 0) + messages
 
     def replay_lines(self) -> list[int]:
         """The lines of the messages and the compact, summary and revert events fed, in order:
@@ -421,8 +440,8 @@ class InspectAccumulator:
         repeats = [
             (text, c)
             for same in self._buckets.values()
-            if same.__class__ is list
-            for text, c in _repeats(same)
+            if same.__class__ is not str
+            for text, c in _groups(same)
             if c > 1
         ]
         tokens = prompt_sum(self._counts)
@@ -440,8 +459,8 @@ class InspectAccumulator:
             "model": model,
             "contextWindow": window_of(context_window, self._session, model),
             "tokenizer": counter.encoding_name,
-            "byRole": dict(sorted(self._by_role.items())),
-            "byTool": dict(sorted(self._by_tool.items())),
+            "byRole": _rows(self._by_role, _ROLE_ROW),
+            "byTool": _rows(self._by_tool, _TOOL_ROW),
             "tokens": tokens,
             "effectiveTokens": effective[0],
             "effectiveMessages": effective[1],
@@ -530,30 +549,46 @@ def inspect_events(
     )
 
 
-def _new_row(table: dict[str, dict[str, int]], key: str, fields: tuple[str, ...]) -> dict[str, int]:
-    """A zeroed row of ``fields``, put in ``table`` under ``key``."""
-    row = table[key] = dict.fromkeys(fields, 0)
-    return row
+def _rows(table: dict[str, list[int]], fields: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """The rows of ``byRole`` or ``byTool`` by key, sorted: each row's values (a list, in the
+    order of ``fields``) as a dict of ``fields``."""
+    return {key: dict(zip(fields, table[key], strict=True)) for key in sorted(table)}
 
 
-def _repeats(texts: list[str]) -> list[tuple[str, int]]:
-    """``Counter(texts).items()`` (first occurrences in order), by ``==`` when few distinct
-    texts share a bucket: a compare runs at memory speed where a hash reads the text slower.
+def _filed(same: _Bucket, text: str) -> _Bucket:
+    """The bucket ``same`` with ``text`` filed in it (``same`` may be changed in place).
 
-    >>> _repeats(["a", "b", "a"])
+    Texts are grouped as they come, by ``==`` while few distinct texts share a bucket (a
+    compare runs at memory speed where a hash reads the text slower), in a ``Counter`` past
+    8: only one text of each group is kept (a repeat is dropped once it is counted).
+
+    >>> _groups(_filed(_filed("a", "b"), "a"))
     [('a', 2), ('b', 1)]
     """
-    groups: list[list[Any]] = []
-    for text in texts:
-        for g in groups:
+    if same.__class__ is str:
+        return [[same, 2]] if same == text else [[same, 1], [text, 1]]
+    if isinstance(same, list):
+        for g in same:
             if g[0] == text:
                 g[1] += 1
-                break
-        else:
-            if len(groups) == 8:  # many distinct texts: hash them
-                return list(Counter(texts).items())
-            groups.append([text, 1])
-    return [(g[0], g[1]) for g in groups]
+                return same
+        if len(same) < 8:
+            same.append([text, 1])
+            return same
+        same = Counter({g[0]: g[1] for g in same})  # many distinct texts: hash them
+    assert isinstance(same, Counter)
+    same[text] += 1
+    return same
+
+
+def _groups(same: _Bucket) -> list[tuple[str, int]]:
+    """``(text, count)`` of each distinct text filed in a bucket (:func:`_filed`), in the
+    order of their first filing: ``Counter(texts).items()`` of the texts filed."""
+    if isinstance(same, str):
+        return [(same, 1)]
+    if isinstance(same, list):
+        return [(g[0], g[1]) for g in same]
+    return list(same.items())
 
 
 def _utf8_size(text: str) -> int:

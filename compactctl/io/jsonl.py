@@ -25,6 +25,7 @@ __all__ = [
     "parse_line",
     "read_bytes",
     "read_stream",
+    "split_line_lists_nl",
     "split_lines",
     "split_lines_nl",
 ]
@@ -150,16 +151,32 @@ def split_lines(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes]:
 
 
 def split_lines_nl(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes]:
-    """:func:`split_lines`, but each line keeps its ``\\n`` (and is found by ``memchr``).
-
-    ``bytes.split`` compares byte by byte; here each block's complete lines are read off a
-    ``BytesIO`` (its ``readline`` runs ``memchr``): on the 200 MB bench corpus 0.07 s where
-    ``split`` takes 0.15 s. Bytes after the last ``\\n`` go to ``torn`` as in
-    :func:`split_lines`.
+    """:func:`split_lines`, but each line keeps its ``\\n`` (and is found by ``memchr``):
+    the lines of :func:`split_line_lists_nl`, one by one.
 
     >>> torn = []
     >>> list(split_lines_nl([b"a\\nb", b"c\\n\\nd"], torn)), torn
     ([b'a\\n', b'bc\\n', b'\\n'], [b'd'])
+    """
+    for lines in split_line_lists_nl(blocks, torn):
+        yield from lines
+
+
+def split_line_lists_nl(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[list[bytes]]:
+    """The lines of a byte stream given as consecutive blocks cut anywhere, each keeping its
+    ``\\n``, as one list per block: the lines that end in that block (a line that spans
+    blocks is joined from its pieces, in the list of the block where it ends; a block with
+    no ``\\n`` gives no list).
+
+    ``bytes.split`` compares byte by byte; here each block's lines are read off a ``BytesIO``
+    over the block itself (no copy of it) by its ``readlines`` (``memchr``, and no Python
+    step per line): reading and splitting the 200 MB bench corpus takes 0.10 CPU s, 0.18 s
+    with :func:`split_lines`. Bytes after the last ``\\n`` go to ``torn`` as in
+    :func:`split_lines`.
+
+    >>> torn = []
+    >>> list(split_line_lists_nl([b"a\\nb", b"c", b"\\n\\nd"], torn)), torn
+    ([[b'a\\n'], [b'bc\\n', b'\\n']], [b'd'])
     """
     head: list[bytes] = []  # pieces of a line whose \n has not come yet
     for block in blocks:
@@ -168,12 +185,12 @@ def split_lines_nl(blocks: Iterable[bytes], torn: list[bytes]) -> Iterator[bytes
             if block:
                 head.append(block)
             continue
-        lines = iter(io.BytesIO(block if end == len(block) else block[:end]))
+        lines = io.BytesIO(block).readlines()  # shares the block's bytes: no copy of it
         if head:
-            head.append(next(lines))
-            yield b"".join(head)
-        yield from lines
-        head = [block[end:]] if end < len(block) else []
+            head.append(lines[0])
+            lines[0] = b"".join(head)
+        head = [lines.pop()] if end < len(block) else []
+        yield lines
     if head:
         torn.append(b"".join(head))
 

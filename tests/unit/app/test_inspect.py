@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from compactctl.app.inspect import InspectOptions, inspect_path
 from compactctl.app.inspect_fast import inspect_lines
-from compactctl.app.inspector import InspectAccumulator, _repeats, inspect_events
+from compactctl.app.inspector import InspectAccumulator, _filed, _groups, inspect_events
 from compactctl.formats.reader import load, read_transcript
 from compactctl.io.jsonl import read_blocks, split_lines, split_lines_nl
 from compactctl.model import BadLine, Event, Message
@@ -261,10 +261,13 @@ def test_message_before_session_without_counter_is_handed_back() -> None:
 
 
 @given(st.lists(st.sampled_from(["a", "b", "ab", "ba", "c", "d", "e", "f", "g", "h", "i"])))
-def test_repeats_equal_counter(texts: list[str]) -> None:
+def test_filed_texts_group_as_counter(texts: list[str]) -> None:
     from collections import Counter
 
-    assert _repeats(texts) == list(Counter(texts).items())
+    bucket: Any = None
+    for text in texts:
+        bucket = text if bucket is None else _filed(bucket, text)
+    assert (_groups(bucket) if texts else []) == list(Counter(texts).items())
 
 
 @given(
