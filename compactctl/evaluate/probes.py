@@ -20,9 +20,11 @@ kind                      from
 ``identifier``            ticket ids (``ABC-123``), failing test names, and the function,
                           class and variable names a user message spells (``snake_case``,
                           ``CamelCase``, backticked names)
-``user_constraint``       sentences of user messages that state a constraint ("do not ...",
-                          "must ...", "keep ...", 不要, 必须, 保留 ...), split at ``, and``
-                          and ``;`` and without their label
+``user_constraint``       the constraints of user messages the extractive summarizer lists
+                          (:func:`~compactctl.summarize.extractive.intent.constraint_flags`:
+                          "do not ...", "must ...", "keep ...", 不要, 必须, 保留 ...; not one
+                          that refers back with nothing before it to say what it rules on),
+                          split at ``, and`` and ``;`` and without their label
 ``decision``              the assistant's explicit decisions ("Decision: ...", "decided",
                           决定), without the label and the reason clause
 ``pending_task``          open plan items, unchecked ``- [ ]`` items, sentences that put
@@ -67,6 +69,7 @@ from compactctl.summarize.extractive.intent import (
     DEFER_RE,
     DEFER_WORDS,
     PENDING_RE,
+    constraint_flags,
     constraint_text,
     decision_rank,
     holds_word,
@@ -422,13 +425,18 @@ class _Collector:
         self.latest = m
         self.names(text, user=True)
         may_defer = holds_word(text, DEFER_WORDS)  # else no sentence of it can match
-        for sentence in split_sentences(text):
-            if sentence.endswith(("?", "？")):
-                continue
-            if may_defer and DEFER_RE.search(sentence) and long_enough(sentence):
-                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
-            elif states_constraint(sentence):
+        sentences = split_sentences(text)
+        # the summarizer's constraints (a deferral is never one: states_constraint)
+        for sentence, listed in zip(sentences, constraint_flags(sentences), strict=True):
+            if listed:
                 self.constraint(constraint_text(sentence))
+            elif (
+                may_defer
+                and not sentence.endswith(("?", "？"))
+                and DEFER_RE.search(sentence)
+                and long_enough(sentence)
+            ):
+                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
 
     def constraint(self, sentence: str) -> None:
         """One probe per clause that states a constraint (the sentence when none does)."""
@@ -451,11 +459,8 @@ class _Collector:
     # -- assistant messages
 
     def assistant(self, m: Message) -> None:
-        calls = m.data.get("toolCalls")
-        if calls.__class__ is list:  # Message.tool_calls, without its copy
-            for call in calls:
-                if call.__class__ is dict:
-                    self.call(call)
+        for call in m.tool_calls:
+            self.call(call)
         text = m.text
         if not text.strip():
             return
@@ -535,11 +540,8 @@ class _Collector:
     # -- tool results
 
     def tool(self, m: Message) -> None:
-        data = m.data
-        call_id = data.get("toolCallId")  # Message.tool_call_id, without its checks
-        kind = self.call_kinds.get(call_id if call_id.__class__ is str else "")
-        kind = kind or tool_kind(m.tool_name or "")
-        error = data.get("isError") is True  # Message.is_error
+        kind = self.call_kinds.get(m.tool_call_id or "") or tool_kind(m.tool_name or "")
+        error = m.is_error
         if kind in _QUIET_KINDS and not error:
             return  # file content or a confirmation, not a failure (_failed)
         text = m.text

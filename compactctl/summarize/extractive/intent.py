@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 from compactctl.summarize.extractive.prose import (
@@ -48,6 +48,7 @@ __all__ = [
     "PENDING_RE",
     "CONTEXT_MAX",
     "clear_caches",
+    "constraint_flags",
     "constraint_sentences",
     "constraint_text",
     "decision_rank",
@@ -411,7 +412,29 @@ def constraint_sentences(
     return [whole for _, whole in out]
 
 
-def _listed(sentences: tuple[str, ...], index: int) -> bool:
+def constraint_flags(sentences: Sequence[str]) -> tuple[bool, ...]:
+    """The standing constraints of a user message: for each of its sentences (as
+    :func:`~compactctl.summarize.extractive.prose.split_sentences` gives them), whether it
+    is a constraint to list. It is when it states one (:func:`states_constraint`), is no
+    question, and names what it rules on or follows a sentence that does
+    (:func:`refers_back`; that sentence no question and at most :data:`CONTEXT_MAX`
+    characters).
+
+    The one rule of both sides: the extractive summarizer lists these
+    (:func:`constraint_sentences`, through :func:`sentence_flags`) and ``eval`` makes its
+    ``user_constraint`` probes of these (:mod:`compactctl.evaluate.probes`), so a
+    constraint the summary leaves out on purpose ("Don't touch it." with nothing before it
+    to say what "it" is: no reader could follow it) is no probe that counts as lost.
+
+    >>> constraint_flags(["Don't touch it.", "Do not add deps.", "Must it stay?"])
+    (False, True, False)
+    >>> constraint_flags(["Keep `page_of` as it is.", "Don't touch it."])
+    (True, True)
+    """
+    return tuple(_listed(sentences, i) for i in range(len(sentences)))
+
+
+def _listed(sentences: Sequence[str], index: int) -> bool:
     """Whether the sentence at ``index`` is a constraint that can be listed: it states one,
     is no question, and names what it rules on or follows a sentence that does."""
     sentence = sentences[index]
@@ -508,9 +531,8 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
 
 @functools.cache
 def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """The sentences of ``text`` and whether each is a constraint to list (it states one,
-    is no question, and names what it rules on or follows a sentence that does; see
-    :func:`constraint_sentences`), cached: rendering shortens every user message once per
+    """The sentences of ``text`` and whether each is a constraint to list
+    (:func:`constraint_flags`), cached: rendering shortens every user message once per
     level of detail tried (up to 15 times).
 
     Unbounded, and emptied after each summary request (:func:`clear_caches`): an LRU of
@@ -518,7 +540,7 @@ def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     again at each level (the 32 MB bench session: 98k constraint checks instead of 6.6k);
     it holds the request's own user texts, alive while it is summarized anyway."""
     found = tuple(split_sentences(text))
-    return found, tuple(_listed(found, i) for i in range(len(found)))
+    return found, constraint_flags(found)
 
 
 def clear_caches() -> None:
