@@ -68,7 +68,9 @@ from compactctl.summarize.extractive.intent import (
     CHECKBOX_RE,
     DEFER_RE,
     DEFER_WORDS,
+    EXPLICIT_DECISION_WORDS,
     PENDING_RE,
+    PENDING_WORDS,
     constraint_flags,
     constraint_text,
     decision_rank,
@@ -188,24 +190,14 @@ _DECISION_LABEL_RE = re.compile(
 _REASON_RE = re.compile(r",\s+(?:so|because|since|which|as)\b.*$", re.DOTALL)
 _CLAUSE_SPLIT_RE = re.compile(r",\s+and\s+|;\s*|；")
 _TRAILING_RE = re.compile(r"[\s.。!！]+$")
-_DECISION_WORDS = ("decision", "decide", "agreed", "决定", "决策")
-"""Literals one of which a sentence of decision rank 3 holds (lower-cased): a cheap test
-that skips the per-sentence rules for most assistant messages."""
-_PENDING_WORDS = (
-    "undone", "need", "todo", "to-do", "later", "follow", "not ", "open", "remaining",
-    "pending", "haven't", "have not", "待办", "还需要", "尚未", "未完成", "还没做", "稍后",
-    "以后再", "之后再做", "遗留", "记下",
-)  # fmt: skip
-"""Literals one of which every match of the case-insensitive ``PENDING_RE``
-(:mod:`compactctl.summarize.extractive.intent`) holds once lower-cased (``not done`` and
-``not yet`` hold ``not ``, ``still open`` and ``open item`` hold ``open``): a text holding
-none is not searched (the regex, tried at every position, costs more than the rest of an
-assistant message's extraction). A text with a character whose case folding reaches ASCII
-(:func:`compactctl.text.folds_to_ascii`) is always searched."""
-_ASCII_DECISION_WORDS = tuple(w for w in _DECISION_WORDS if w.isascii())
-_ASCII_PENDING_WORDS = tuple(w for w in _PENDING_WORDS if w.isascii())
-"""The words of :data:`_DECISION_WORDS` and :data:`_PENDING_WORDS` an ASCII text can hold
-(most texts are ASCII: half the substring searches)."""
+_ASCII_DECISION_WORDS = tuple(w for w in EXPLICIT_DECISION_WORDS if w.isascii())
+_ASCII_PENDING_WORDS = tuple(w for w in PENDING_WORDS if w.isascii())
+"""The words of :data:`~compactctl.summarize.extractive.intent.EXPLICIT_DECISION_WORDS`
+(one of which a sentence of decision rank 3 holds) and of
+:data:`~compactctl.summarize.extractive.intent.PENDING_WORDS` (one of which every match of
+``PENDING_RE`` holds) an ASCII text can hold (most texts are ASCII: half the substring
+searches). A text holding none of them is not split into sentences (the regexes, tried at
+every position, cost more than the rest of an assistant message's extraction)."""
 _ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
 """The literals without one of which
 :func:`~compactctl.summarize.extractive.failures.found_errors` finds nothing (its own
@@ -231,8 +223,8 @@ def _holds(text: str, words: tuple[str, ...]) -> bool:
 
 def _may_be_pending(text: str, lowered: str) -> bool:
     """``PENDING_RE.search(text)``, tried only when ``lowered`` holds one of
-    :data:`_PENDING_WORDS` (or ``text`` a character that folds to ASCII)."""
-    words = _ASCII_PENDING_WORDS if lowered.isascii() else _PENDING_WORDS
+    ``PENDING_WORDS`` (or ``text`` a character that folds to ASCII)."""
+    words = _ASCII_PENDING_WORDS if lowered.isascii() else PENDING_WORDS
     if not _holds(lowered, words) and not folds_to_ascii(text):
         return False
     return PENDING_RE.search(text) is not None
@@ -485,7 +477,7 @@ class _Collector:
                 marks = [(b.group("text"), b.group("mark") != " ") for b in boxes]
         pending: list[str] = []
         lowered = text.lower()
-        words = _ASCII_DECISION_WORDS if lowered.isascii() else _DECISION_WORDS
+        words = _ASCII_DECISION_WORDS if lowered.isascii() else EXPLICIT_DECISION_WORDS
         if not _holds(lowered, words) and not _may_be_pending(text, lowered):
             return marks, pending
         for sentence in split_sentences(text):
