@@ -38,6 +38,7 @@ __all__ = [
     "dumps",
     "event_from_dict",
     "message_text",
+    "next_turn",
 ]
 
 JSON = dict[str, Any]
@@ -170,7 +171,8 @@ class Message(Event):
     @property
     def tool_call_id(self) -> str | None:
         """``toolCallId`` of a tool message: the id of the call it answers."""
-        return self._str("toolCallId")
+        value = self.data.get("toolCallId")  # as _str("toolCallId"), inline: eval asks it
+        return value if isinstance(value, str) else None  # of every tool message
 
     @property
     def tool_name(self) -> str | None:
@@ -499,3 +501,22 @@ Filter = Callable[[Iterable[Event]], Iterator[Event]]
 def is_real_user(data: Mapping[str, Any]) -> bool:
     """True when a message dict is a user message that starts a turn (not a summary insert)."""
     return data.get("role") == "user" and "summaryOf" not in data and not data.get("isMeta")
+
+
+def next_turn(data: Mapping[str, Any], turn: int) -> int:
+    """The turn of the message ``data`` (a message dict) that follows a message of turn
+    ``turn``: its recorded ``turnId`` when that is an integer (not a boolean), else
+    ``turn + 1`` when it is a real user message (:func:`is_real_user`: a turn starts there,
+    docs/design.md section 2), else ``turn``. The one rule of
+    :func:`compactctl.io.jsonl.assign_turns` and of ``eval``'s reader
+    (:mod:`compactctl.evaluate.lines`), which calls it once per message line.
+
+    >>> next_turn({"role": "user", "content": "go"}, 2), next_turn({"role": "tool"}, 2)
+    (3, 2)
+    >>> next_turn({"role": "user", "turnId": 7}, 2), next_turn({"role": "user", "turnId": True}, 2)
+    (7, 3)
+    """
+    recorded = data.get("turnId")
+    if recorded.__class__ is int:  # bool is a subclass of int, not int itself
+        return int(recorded)
+    return turn + 1 if is_real_user(data) else turn

@@ -106,8 +106,7 @@ class Context:
 
     def __init__(self, messages: Iterable[Message]) -> None:
         self.messages = list(messages)
-        # Message.uuid, read once per message (no property call): a dict per message of the log
-        self.by_uuid = {u: m for m in self.messages if isinstance(u := m.data.get("uuid"), str)}
+        self.by_uuid = {u: m for m in self.messages if (u := m.uuid) is not None}
 
     @cached_property
     def text(self) -> str:

@@ -4,13 +4,13 @@
 events of a transcript, read once, never written back. For canonical JSON lines (the format
 every compactctl output and most logs it checks are in), each line is parsed with orjson and
 wrapped in its event directly (no generator stack per line, no file identity hashed, no
-second copy of each message line kept as its raw bytes), with the turns assigned as
-:func:`compactctl.io.jsonl.assign_turns` assigns them and the first
-:data:`~compactctl.app.inspect_fast.DETECT_RECORDS` records checked by format detection on
-the way, as :func:`compactctl.app.inspect_fast.inspect_lines` checks them. Anything else
-(another format, a whole JSON document, stdin holding either) goes through the general
-reader (:func:`compactctl.formats.reader.read_transcript`), so the events are the same
-either way: ``tests/unit/evaluate/test_lines.py`` compares them on every fixture.
+second copy of each message line kept as its raw bytes), with the turns assigned by
+:func:`compactctl.model.next_turn` (the rule of :func:`compactctl.io.jsonl.assign_turns`)
+and the first :data:`~compactctl.app.inspect_fast.DETECT_RECORDS` records checked by format
+detection on the way, as :func:`compactctl.app.inspect_fast.inspect_lines` checks them.
+Anything else (another format, a whole JSON document, stdin holding either) goes through
+the general reader (:func:`compactctl.formats.reader.read_transcript`), so the events are
+the same either way: ``tests/unit/evaluate/test_lines.py`` compares them on every fixture.
 
 The one difference: a message event holds no raw bytes (``raw`` is ``None``), since eval
 never writes an event; its ``data`` is what orjson parsed, as in the general reader.
@@ -28,7 +28,7 @@ import orjson
 
 from compactctl.app.inspect_fast import DETECT_RECORDS
 from compactctl.io.jsonl import BOM, TORN_DETAIL, parse_line, read_blocks, split_lines_nl
-from compactctl.model import BadLine, Event, Message, event_from_dict, is_real_user
+from compactctl.model import BadLine, Event, Message, event_from_dict, next_turn
 from compactctl.session import Session
 
 __all__ = ["open_session"]
@@ -120,11 +120,7 @@ def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
         except decode_error:
             data = None
         if data.__class__ is dict and data.get("type") == "message" and number > 1:
-            recorded = data.get("turnId")  # _turn, inline
-            if recorded.__class__ is int:
-                turn = recorded
-            elif data.get("role") == "user" and is_real_user(data):
-                turn += 1
+            turn = next_turn(data, turn)
             append(Message(data, None, number, turn))
         else:
             event, turn = _event(raw, number, turn)
@@ -132,17 +128,6 @@ def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
     if torn:
         events.append(BadLine(torn[0], number + 1, "torn", TORN_DETAIL))
     return _Canonical(events)
-
-
-def _turn(data: dict[str, Any], turn: int) -> int:
-    """A message's turn (``turn``: the one before it), as
-    :func:`~compactctl.io.jsonl.assign_turns` gives it: its recorded ``turnId``, else one
-    more than before when a real user message (:func:`~compactctl.model.is_real_user`)
-    starts a turn."""
-    recorded = data.get("turnId")
-    if recorded.__class__ is int:
-        return int(recorded)
-    return turn + 1 if is_real_user(data) else turn
 
 
 def _event(raw: bytes, number: int, turn: int) -> tuple[Event, int]:
@@ -159,7 +144,7 @@ def _event(raw: bytes, number: int, turn: int) -> tuple[Event, int]:
     else:
         event = event_from_dict(data, raw[:-1], number)
     if isinstance(event, Message):
-        turn = event.turn = _turn(event.data, turn)
+        turn = event.turn = next_turn(event.data, turn)
     return event, turn
 
 

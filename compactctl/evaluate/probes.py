@@ -20,9 +20,11 @@ kind                      from
 ``identifier``            ticket ids (``ABC-123``), failing test names, and the function,
                           class and variable names a user message spells (``snake_case``,
                           ``CamelCase``, backticked names)
-``user_constraint``       sentences of user messages that state a constraint ("do not ...",
-                          "must ...", "keep ...", 不要, 必须, 保留 ...), split at ``, and``
-                          and ``;`` and without their label
+``user_constraint``       the constraints of user messages the extractive summarizer lists
+                          (:func:`~compactctl.summarize.extractive.intent.constraint_flags`:
+                          "do not ...", "must ...", "keep ...", 不要, 必须, 保留 ...; not one
+                          that refers back with nothing before it to say what it rules on),
+                          split at ``, and`` and ``;`` and without their label
 ``decision``              the assistant's explicit decisions ("Decision: ...", "decided",
                           决定), without the label and the reason clause
 ``pending_task``          open plan items, unchecked ``- [ ]`` items, sentences that put
@@ -66,7 +68,10 @@ from compactctl.summarize.extractive.intent import (
     CHECKBOX_RE,
     DEFER_RE,
     DEFER_WORDS,
+    EXPLICIT_DECISION_WORDS,
     PENDING_RE,
+    PENDING_WORDS,
+    constraint_flags,
     constraint_text,
     decision_rank,
     holds_word,
@@ -185,24 +190,14 @@ _DECISION_LABEL_RE = re.compile(
 _REASON_RE = re.compile(r",\s+(?:so|because|since|which|as)\b.*$", re.DOTALL)
 _CLAUSE_SPLIT_RE = re.compile(r",\s+and\s+|;\s*|；")
 _TRAILING_RE = re.compile(r"[\s.。!！]+$")
-_DECISION_WORDS = ("decision", "decide", "agreed", "决定", "决策")
-"""Literals one of which a sentence of decision rank 3 holds (lower-cased): a cheap test
-that skips the per-sentence rules for most assistant messages."""
-_PENDING_WORDS = (
-    "undone", "need", "todo", "to-do", "later", "follow", "not ", "open", "remaining",
-    "pending", "haven't", "have not", "待办", "还需要", "尚未", "未完成", "还没做", "稍后",
-    "以后再", "之后再做", "遗留", "记下",
-)  # fmt: skip
-"""Literals one of which every match of the case-insensitive ``PENDING_RE``
-(:mod:`compactctl.summarize.extractive.intent`) holds once lower-cased (``not done`` and
-``not yet`` hold ``not ``, ``still open`` and ``open item`` hold ``open``): a text holding
-none is not searched (the regex, tried at every position, costs more than the rest of an
-assistant message's extraction). A text with a character whose case folding reaches ASCII
-(:func:`compactctl.text.folds_to_ascii`) is always searched."""
-_ASCII_DECISION_WORDS = tuple(w for w in _DECISION_WORDS if w.isascii())
-_ASCII_PENDING_WORDS = tuple(w for w in _PENDING_WORDS if w.isascii())
-"""The words of :data:`_DECISION_WORDS` and :data:`_PENDING_WORDS` an ASCII text can hold
-(most texts are ASCII: half the substring searches)."""
+_ASCII_DECISION_WORDS = tuple(w for w in EXPLICIT_DECISION_WORDS if w.isascii())
+_ASCII_PENDING_WORDS = tuple(w for w in PENDING_WORDS if w.isascii())
+"""The words of :data:`~compactctl.summarize.extractive.intent.EXPLICIT_DECISION_WORDS`
+(one of which a sentence of decision rank 3 holds) and of
+:data:`~compactctl.summarize.extractive.intent.PENDING_WORDS` (one of which every match of
+``PENDING_RE`` holds) an ASCII text can hold (most texts are ASCII: half the substring
+searches). A text holding none of them is not split into sentences (the regexes, tried at
+every position, cost more than the rest of an assistant message's extraction)."""
 _ERROR_MARKERS = ("ERROR", "FATAL", "CRITICAL", "Traceback (most recent call last)")
 """The literals without one of which
 :func:`~compactctl.summarize.extractive.failures.found_errors` finds nothing (its own
@@ -228,8 +223,8 @@ def _holds(text: str, words: tuple[str, ...]) -> bool:
 
 def _may_be_pending(text: str, lowered: str) -> bool:
     """``PENDING_RE.search(text)``, tried only when ``lowered`` holds one of
-    :data:`_PENDING_WORDS` (or ``text`` a character that folds to ASCII)."""
-    words = _ASCII_PENDING_WORDS if lowered.isascii() else _PENDING_WORDS
+    ``PENDING_WORDS`` (or ``text`` a character that folds to ASCII)."""
+    words = _ASCII_PENDING_WORDS if lowered.isascii() else PENDING_WORDS
     if not _holds(lowered, words) and not folds_to_ascii(text):
         return False
     return PENDING_RE.search(text) is not None
@@ -422,13 +417,18 @@ class _Collector:
         self.latest = m
         self.names(text, user=True)
         may_defer = holds_word(text, DEFER_WORDS)  # else no sentence of it can match
-        for sentence in split_sentences(text):
-            if sentence.endswith(("?", "？")):
-                continue
-            if may_defer and DEFER_RE.search(sentence) and long_enough(sentence):
-                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
-            elif states_constraint(sentence):
+        sentences = split_sentences(text)
+        # the summarizer's constraints (a deferral is never one: states_constraint)
+        for sentence, listed in zip(sentences, constraint_flags(sentences), strict=True):
+            if listed:
                 self.constraint(constraint_text(sentence))
+            elif (
+                may_defer
+                and not sentence.endswith(("?", "？"))
+                and DEFER_RE.search(sentence)
+                and long_enough(sentence)
+            ):
+                self.tasks.sentences.append(Probe("pending_task", _trimmed(sentence), *self.where))
 
     def constraint(self, sentence: str) -> None:
         """One probe per clause that states a constraint (the sentence when none does)."""
@@ -451,11 +451,8 @@ class _Collector:
     # -- assistant messages
 
     def assistant(self, m: Message) -> None:
-        calls = m.data.get("toolCalls")
-        if calls.__class__ is list:  # Message.tool_calls, without its copy
-            for call in calls:
-                if call.__class__ is dict:
-                    self.call(call)
+        for call in m.tool_calls:
+            self.call(call)
         text = m.text
         if not text.strip():
             return
@@ -480,7 +477,7 @@ class _Collector:
                 marks = [(b.group("text"), b.group("mark") != " ") for b in boxes]
         pending: list[str] = []
         lowered = text.lower()
-        words = _ASCII_DECISION_WORDS if lowered.isascii() else _DECISION_WORDS
+        words = _ASCII_DECISION_WORDS if lowered.isascii() else EXPLICIT_DECISION_WORDS
         if not _holds(lowered, words) and not _may_be_pending(text, lowered):
             return marks, pending
         for sentence in split_sentences(text):
@@ -535,11 +532,8 @@ class _Collector:
     # -- tool results
 
     def tool(self, m: Message) -> None:
-        data = m.data
-        call_id = data.get("toolCallId")  # Message.tool_call_id, without its checks
-        kind = self.call_kinds.get(call_id if call_id.__class__ is str else "")
-        kind = kind or tool_kind(m.tool_name or "")
-        error = data.get("isError") is True  # Message.is_error
+        kind = self.call_kinds.get(m.tool_call_id or "") or tool_kind(m.tool_name or "")
+        error = m.is_error
         if kind in _QUIET_KINDS and not error:
             return  # file content or a confirmation, not a failure (_failed)
         text = m.text

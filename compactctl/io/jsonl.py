@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import orjson
 
-from compactctl.model import BadLine, Event, OtherEvent, event_from_dict, is_real_user
+from compactctl.model import BadLine, Event, OtherEvent, event_from_dict, next_turn
 
 __all__ = [
     "BOM",
@@ -206,12 +206,9 @@ def assign_turns(events: Iterable[Event]) -> Iterator[Event]:
     current = 0
     for event in events:
         if event.type == "message":
-            if event.turn is not None:
-                current = event.turn
-            else:
-                if is_real_user(event.data):
-                    current += 1
-                event.turn = current
+            if event.turn is None:  # else its turnId (Event), or a turn given to it
+                event.turn = next_turn(event.data, current)
+            current = event.turn
         yield event
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, overload
 
 from compactctl.summarize.extractive.prose import (
@@ -36,6 +36,7 @@ __all__ = [
     "injected_instructions",
     "instruction_file",
     "DECISION_WORDS",
+    "EXPLICIT_DECISION_WORDS",
     "DEFER_RE",
     "DEFER_WORDS",
     "holds_word",
@@ -48,12 +49,14 @@ __all__ = [
     "PENDING_RE",
     "CONTEXT_MAX",
     "clear_caches",
+    "constraint_flags",
     "constraint_sentences",
     "constraint_text",
     "decision_rank",
     "long_enough",
     "NOT_SPOKEN_PREFIXES",
     "refers_back",
+    "required_literal",
     "sentence_flags",
     "shorten_user",
     "spoken_by_user",
@@ -66,69 +69,213 @@ CHECKBOX_RE = re.compile(r"^\s*[-*+]\s+\[(?P<mark>[ xX])\]\s+(?P<text>\S.*?)\s*$
 _CONSTRAINT_RE = constraint_re(EXTRACTIVE)
 _ELLIPSES_RE = re.compile(r"…(?:\s*…)+")
 
+# Prefilter tables. One row an alternative of a regex: the regex fragment (an English one
+# matched between word boundaries, case-insensitively, unless the table's rows carry their
+# own ``\b``; a CJK one anywhere), then the literal every match of it holds, lower-cased,
+# when that is not the fragment itself. The regex and its words (the prefilter of
+# :func:`holds_word`) are both built from the table (:func:`_table_re`,
+# :func:`_table_words`), and each literal is checked against its fragment on import
+# (:func:`required_literal`), so the two cannot drift apart.
+
+_DEFER_TABLE = r"""
+    not now
+    later
+    todo
+    to-do
+    follow[- ]up            follow
+    at some point
+    before the release
+    eventually
+    不是现在
+    以后再
+    稍后
+    之后再
+    回头再
+"""
+_PENDING_TABLE = r"""
+    left undone             undone
+    still need(?:s)? to     need
+    need to .{0,40}later    need
+    todo
+    to-do
+    later
+    follow[- ]up            follow
+    not done
+    not yet
+    still open
+    remaining
+    pending
+    open item
+    haven't
+    have not (?:yet )?(?:done|started|finished)     have not
+    待办
+    还需要
+    尚未
+    未完成
+    还没做
+    稍后
+    以后再
+    之后再做
+    遗留
+    记下
+"""
+_NEXT_TABLE = r"""
+    \bnext step\b                                       next
+    \bnext,? (?:i|we)(?:'ll| will| should| need)\b      next
+    \bnext(?: up)?:                                     next
+    \bthen i(?:'ll| will)\b                             then i
+    下一步
+    接下来
+"""
+_EXPLICIT_DECISION_TABLE = r"""
+    decision                deci
+    decided                 deci
+    decide                  deci
+    we agreed               agreed
+    决定                    决
+    决策                    决
+"""
+_REASONED_DECISION_TABLE = r"""
+    instead of
+    rather than
+    because
+    so that
+    trade-?off              trade
+    而不是
+    因为
+    为了
+    以免
+    避免
+    不引入
+    改用
+"""
+_INTENT_DECISION_TABLE = r"""
+    i'll                    'll
+    i will                  will
+    we'll                   'll
+    we will                 will
+    switching to
+    going with
+    chose
+    choose
+    opted
+    prefer
+    keeping
+    改成
+    改为
+    选择
+    回退
+    采用
+"""
+_NEGATIVE_TABLE = r"""
+    do not                  not
+    don't                   n't
+    dont
+    never
+    must not                not
+    mustn't                 n't
+    should not              not
+    shouldn't               n't
+    cannot                  not
+    can't                   n't
+    not allowed             not
+    no new
+    leave \w+ alone         leave
+    不要
+    不能
+    不得
+    禁止
+    不允许
+    不可以
+"""
+
+_REGEX_SPECIAL = frozenset("\\.^$*+?{}[]|()")
+
+
+def required_literal(fragment: str) -> str:
+    """The literal text every match of a regex ``fragment`` holds, lower-cased: its opening
+    up to the first special character (a leading ``\\b`` skipped; the character before a
+    ``?``, ``*`` or ``{`` left out, being optional). The check of the prefilter tables.
+
+    >>> [required_literal(f) for f in ("next(?: up)?:", "trade-?off", "follow[- ]up")]
+    ['next', 'trade', 'follow']
+    """
+    text = fragment.removeprefix("\\b")
+    for index, char in enumerate(text):
+        if char in _REGEX_SPECIAL:
+            text = text[: index - 1 if char in "?*{" else index]
+            break
+    return text.strip().lower()
+
+
+def _table(table: str) -> tuple[tuple[str, str], ...]:
+    """The ``(fragment, literal)`` rows of a prefilter table (see the tables above).
+
+    Raises:
+        ValueError: a row's literal is empty or not in what its fragment requires
+            (:func:`required_literal`): the prefilter would skip a text the regex matches.
+    """
+    rows = []
+    for line in table.strip().split("\n"):
+        fragment, *rest = re.split(r"\s{2,}", line.strip(), maxsplit=1)
+        literal = rest[0] if rest else fragment
+        if not literal or literal not in required_literal(fragment):
+            raise ValueError(f"prefilter word {literal!r} is not in every match of {fragment!r}")
+        rows.append((fragment, literal))
+    return tuple(rows)
+
+
+def _table_re(rows: tuple[tuple[str, str], ...], *, bounded: bool = True) -> re.Pattern[str]:
+    """The case-insensitive regex of a table's fragments: ``\\b(?:english|...)\\b|cjk|...``
+    (the shape of :func:`compactctl.text.constraint_re`), or with ``bounded=False`` every
+    fragment as it is (its own ``\\b``), in the table's order."""
+    english = [f for f, _ in rows if f.isascii()]
+    cjk = [f for f, _ in rows if not f.isascii()]
+    head = r"\b(?:" + "|".join(english) + r")\b" if bounded else "|".join(english)
+    return re.compile("|".join([head, *cjk]), re.IGNORECASE)
+
+
+def _table_words(*tables: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The distinct literals of the tables' rows, in order: a prefilter word list."""
+    return tuple(dict.fromkeys(literal for rows in tables for _, literal in rows))
+
+
+_DEFER = _table(_DEFER_TABLE)
+_PENDING = _table(_PENDING_TABLE)
+_NEXT = _table(_NEXT_TABLE)
+_DECISIONS = (
+    (3, _table(_EXPLICIT_DECISION_TABLE)),
+    (2, _table(_REASONED_DECISION_TABLE)),
+    (1, _table(_INTENT_DECISION_TABLE)),
+)
+_NEGATIVE = _table(_NEGATIVE_TABLE)
+
 #: A sentence that puts something off ("not now", "later", 以后再 ...): never a constraint;
 #: in a user message it is a pending task.
-DEFER_RE = re.compile(
-    r"\b(?:not now|later|todo|to-do|follow[- ]up|at some point|before the release|"
-    r"eventually)\b"
-    r"|不是现在|以后再|稍后|之后再|回头再",
-    re.IGNORECASE,
-)
+DEFER_RE = _table_re(_DEFER)
 #: A sentence of the assistant that leaves something open (a pending task).
-PENDING_RE = re.compile(
-    r"\b(?:left undone|still need(?:s)? to|need to .{0,40}later|todo|to-do|later|"
-    r"follow[- ]up|not done|not yet|still open|remaining|pending|open item|"
-    r"haven't|have not (?:yet )?(?:done|started|finished))\b"
-    r"|待办|还需要|尚未|未完成|还没做|稍后|以后再|之后再做|遗留|记下",
-    re.IGNORECASE,
-)
-_DECISION_RES = (
-    (3, re.compile(r"\b(?:decision|decided|decide|we agreed)\b|决定|决策", re.IGNORECASE)),
-    (
-        2,
-        re.compile(
-            r"\b(?:instead of|rather than|because|so that|trade-?off)\b"
-            r"|而不是|因为|为了|以免|避免|不引入|改用",
-            re.IGNORECASE,
-        ),
-    ),
-    (
-        1,
-        re.compile(
-            r"\b(?:i'll|i will|we'll|we will|switching to|going with|chose|choose|"
-            r"opted|prefer|keeping)\b|改成|改为|选择|回退|采用",
-            re.IGNORECASE,
-        ),
-    ),
-)
+PENDING_RE = _table_re(_PENDING)
+_DECISION_RES = tuple((rank, _table_re(rows)) for rank, rows in _DECISIONS)
 #: A sentence that states the next step.
-NEXT_RE = re.compile(
-    r"\bnext step\b|\bnext,? (?:i|we)(?:'ll| will| should| need)\b|\bnext(?: up)?:"
-    r"|\bthen i(?:'ll| will)\b|下一步|接下来",
-    re.IGNORECASE,
-)
+NEXT_RE = _table_re(_NEXT, bounded=False)
+_NEGATIVE_RE = _table_re(_NEGATIVE)
 #: Literals, lower-cased, one of which every match of :data:`DEFER_RE`, :data:`PENDING_RE`,
 #: :data:`NEXT_RE` and the patterns of :func:`decision_rank` holds (each alternative of the
-#: regex holds one of its words): a text none of whose words :func:`holds_word` cannot
-#: match the regex, nor can any sentence of it (a sentence is a substring of its text).
-#: On the 32 MB bench session's assistant texts, the pending words are in 2 of 2,559, the
-#: next-step words in 547, the decision words in 866.
-DEFER_WORDS = (
-    "not now", "later", "todo", "to-do", "follow", "at some point", "before the release",
-    "eventually", "不是现在", "以后再", "稍后", "之后再", "回头再",
-)  # fmt: skip
-PENDING_WORDS = (
-    "undone", "need", "todo", "to-do", "later", "follow", "not done", "not yet", "still open",
-    "remaining", "pending", "open item", "haven't", "have not", "待办", "还需要", "尚未",
-    "未完成", "还没做", "稍后", "以后再", "之后再做", "遗留", "记下",
-)  # fmt: skip
-NEXT_WORDS = ("next", "then i", "下一步", "接下来")
-DECISION_WORDS = (
-    "deci", "agreed", "决", "instead of", "rather than", "because", "so that", "trade",
-    "而不是", "因为", "为了", "以免", "避免", "不引入", "改用", "'ll", "will", "switching to",
-    "going with", "chose", "choose", "opted", "prefer", "keeping", "改成", "改为", "选择",
-    "回退", "采用",
-)  # fmt: skip
+#: regex holds one of its words; built from the same table): a text none of whose words
+#: :func:`holds_word` cannot match the regex, nor can any sentence of it (a sentence is a
+#: substring of its text). On the 32 MB bench session's assistant texts, the pending words
+#: are in 2 of 2,559, the next-step words in 547, the decision words in 866.
+DEFER_WORDS = _table_words(_DEFER)
+PENDING_WORDS = _table_words(_PENDING)
+NEXT_WORDS = _table_words(_NEXT)
+DECISION_WORDS = _table_words(*(rows for _, rows in _DECISIONS))
+#: The words of an explicit decision (rank 3 of :func:`decision_rank`) alone: ``eval``'s
+#: decision probes (:mod:`compactctl.evaluate.probes`).
+EXPLICIT_DECISION_WORDS = _table_words(_DECISIONS[0][1])
+#: Literals, lower-cased, one of which every match of :data:`_NEGATIVE_RE` holds ("do not",
+#: "must not", "should not", "not allowed" and "cannot" hold ``not``; "don't", "mustn't",
+#: "shouldn't", "can't" hold ``n't``).
+NEGATIVE_WORDS = _table_words(_NEGATIVE)
 
 
 def holds_word(text: str, words: tuple[str, ...]) -> bool:
@@ -234,11 +381,6 @@ def spoken_by_user(message: Mapping[str, Any], text: str) -> bool:
     return not text.lstrip().startswith(NOT_SPOKEN_PREFIXES)
 
 
-_NEGATIVE_RE = re.compile(
-    r"\b(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|cannot|can't|"
-    r"not allowed|no new|leave \w+ alone)\b|不要|不能|不得|禁止|不允许|不可以",
-    re.IGNORECASE,
-)
 _STANDING_START_RE = re.compile(
     r"^(?:(?:please|and|also|but|so|just)[,\s]+)?(?:always|only|keep|stay|avoid|without|must)\b"
     r"|^(?:必须|务必|只能|保持|保留|始终|一律)",
@@ -270,18 +412,11 @@ _PROGRESS_RE = re.compile(
 _RULE_WORD_RE = re.compile(r"\b(?:always|must)\b|必须|始终|一律", re.IGNORECASE)
 
 
-#: Literals, lower-cased, one of which every match of :data:`_NEGATIVE_RE` holds ("do not",
-#: "must not", "should not", "not allowed" and "cannot" hold ``not``; "don't", "mustn't",
-#: "shouldn't", "can't" hold ``n't``).
-NEGATIVE_WORDS = (
-    "not", "n't", "dont", "never", "no new", "leave", "不要", "不能", "不得", "禁止", "不允许",
-    "不可以",
-)  # fmt: skip
 #: Literals, lower-cased, one of which every match of the extractive constraint regex
-#: (:func:`compactctl.text.constraint_re`) holds: each of its words up to its first regex
-#: escape ("leave \w+ alone" holds ``leave``).
+#: (:func:`compactctl.text.constraint_re`) holds: each of its words as far as it is literal
+#: (:func:`required_literal`: "leave \w+ alone" holds ``leave``).
 CONSTRAINT_LITERALS = tuple(
-    word.split("\\", 1)[0].strip() for word, users in CONSTRAINT_WORDS if EXTRACTIVE in users
+    required_literal(word) for word, users in CONSTRAINT_WORDS if EXTRACTIVE in users
 )
 
 
@@ -411,7 +546,29 @@ def constraint_sentences(
     return [whole for _, whole in out]
 
 
-def _listed(sentences: tuple[str, ...], index: int) -> bool:
+def constraint_flags(sentences: Sequence[str]) -> tuple[bool, ...]:
+    """The standing constraints of a user message: for each of its sentences (as
+    :func:`~compactctl.summarize.extractive.prose.split_sentences` gives them), whether it
+    is a constraint to list. It is when it states one (:func:`states_constraint`), is no
+    question, and names what it rules on or follows a sentence that does
+    (:func:`refers_back`; that sentence no question and at most :data:`CONTEXT_MAX`
+    characters).
+
+    The one rule of both sides: the extractive summarizer lists these
+    (:func:`constraint_sentences`, through :func:`sentence_flags`) and ``eval`` makes its
+    ``user_constraint`` probes of these (:mod:`compactctl.evaluate.probes`), so a
+    constraint the summary leaves out on purpose ("Don't touch it." with nothing before it
+    to say what "it" is: no reader could follow it) is no probe that counts as lost.
+
+    >>> constraint_flags(["Don't touch it.", "Do not add deps.", "Must it stay?"])
+    (False, True, False)
+    >>> constraint_flags(["Keep `page_of` as it is.", "Don't touch it."])
+    (True, True)
+    """
+    return tuple(_listed(sentences, i) for i in range(len(sentences)))
+
+
+def _listed(sentences: Sequence[str], index: int) -> bool:
     """Whether the sentence at ``index`` is a constraint that can be listed: it states one,
     is no question, and names what it rules on or follows a sentence that does."""
     sentence = sentences[index]
@@ -508,9 +665,8 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
 
 @functools.cache
 def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """The sentences of ``text`` and whether each is a constraint to list (it states one,
-    is no question, and names what it rules on or follows a sentence that does; see
-    :func:`constraint_sentences`), cached: rendering shortens every user message once per
+    """The sentences of ``text`` and whether each is a constraint to list
+    (:func:`constraint_flags`), cached: rendering shortens every user message once per
     level of detail tried (up to 15 times).
 
     Unbounded, and emptied after each summary request (:func:`clear_caches`): an LRU of
@@ -518,7 +674,7 @@ def sentence_flags(text: str) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     again at each level (the 32 MB bench session: 98k constraint checks instead of 6.6k);
     it holds the request's own user texts, alive while it is summarized anyway."""
     found = tuple(split_sentences(text))
-    return found, tuple(_listed(found, i) for i in range(len(found)))
+    return found, constraint_flags(found)
 
 
 def clear_caches() -> None:

@@ -107,6 +107,47 @@ def test_done_items_are_not_pending_and_cjk_decisions_lose_their_label():
     ]
 
 
+def test_a_constraint_the_summary_cannot_list_is_no_probe():
+    """Eval's constraint probes are the summarizer's constraints (one rule, intent.
+    constraint_flags): "Don't touch it." with nothing before it is left out of the summary
+    on purpose (no reader knows what "it" is), so it is no probe either; with a sentence
+    before it that names the thing, it is both."""
+    from compactctl.summarize.extractive.extract import Extractor
+
+    texts = [
+        "Don't touch it. Do not add new dependencies.",
+        "Add a `--json` flag. Without the flag the output must stay as it is.",
+    ]
+    data = [{"type": "message", "role": "user", "turnId": n, "content": t}
+            for n, t in enumerate(texts, start=1)]  # fmt: skip
+    extracted = extract_probes(event_from_dict(d, line=n) for n, d in enumerate(data, 1))
+    assert [p.text for p in extracted if p.kind == "user_constraint"] == [
+        "Do not add new dependencies",
+        "Without the flag the output must stay as it is",
+    ]
+    assert Extractor(data).run().constraints == [
+        "Do not add new dependencies.",
+        "Add a `--json` flag. Without the flag the output must stay as it is.",
+    ]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_constraint_probes_are_the_constraints_the_summarizer_lists(name: str):
+    """Every constraint probe is inside a constraint the extractive summarizer lists, and
+    every listed constraint holds a probe (a probe is a clause of the sentence; the summary
+    may add the sentence before it)."""
+    from compactctl.summarize.extractive.extract import Extractor
+
+    session = Session.open(str(SAMPLES / name), encoding="estimate")
+    messages = [e.data for e in session.events if isinstance(e, Message)]
+    listed = [normalise(c) for c in Extractor(messages).run().constraints]
+    extracted = [normalise(p.text) for p in extract_probes(session.events)
+                 if p.kind == "user_constraint"]  # fmt: skip
+    assert extracted and listed
+    assert [p for p in extracted if not any(p in c for c in listed)] == []
+    assert [c for c in listed if not any(p in c for p in extracted)] == []
+
+
 def test_every_probe_is_a_substring_of_its_source_message():
     """What makes an uncompacted log keep every probe: nothing is rewritten."""
     from compactctl.evaluate.check import message_strings

@@ -1,24 +1,29 @@
 """The literal prefilters of the extractive summarizer's sentence regexes: every match of
 DEFER_RE, PENDING_RE, NEXT_RE and the decision patterns holds one of their words, so a text
-without any of them is skipped with the same result."""
+without any of them is skipped with the same result. Each regex and its words are built
+from one table (intent._table), which refuses a word that a match of its row may lack."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compactctl.summarize.extractive import intent
 from compactctl.summarize.extractive.intent import (
     _DECISION_RES,
     DECISION_WORDS,
     DEFER_RE,
     DEFER_WORDS,
+    EXPLICIT_DECISION_WORDS,
     NEXT_RE,
     NEXT_WORDS,
     PENDING_RE,
     PENDING_WORDS,
     holds_word,
+    required_literal,
 )
 
 PAIRS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
@@ -26,6 +31,7 @@ PAIRS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (PENDING_RE, PENDING_WORDS),
     (NEXT_RE, NEXT_WORDS),
     *((pattern, DECISION_WORDS) for _, pattern in _DECISION_RES),
+    (_DECISION_RES[0][1], EXPLICIT_DECISION_WORDS),  # rank 3 alone: eval's decisions
 ]
 
 #: Every alternative of the four regexes, written out (the word in it, and its variants).
@@ -67,3 +73,31 @@ def test_a_text_without_the_words_matches_no_regex(text: str):
     for pattern, words in PAIRS:
         if pattern.search(text) is not None:
             assert holds_word(text, words), (text, pattern.pattern)
+
+
+def test_the_word_lists_are_the_tables_words():
+    assert DEFER_WORDS[:3] == ("not now", "later", "todo") and "follow" in DEFER_WORDS
+    assert EXPLICIT_DECISION_WORDS == ("deci", "agreed", "决")
+    assert set(EXPLICIT_DECISION_WORDS) < set(DECISION_WORDS)
+    assert NEXT_WORDS == ("next", "then i", "下一步", "接下来")
+    assert len(set(PENDING_WORDS)) == len(PENDING_WORDS)  # each word once
+    assert NEXT_RE.pattern.startswith(r"\bnext step\b|")  # rows with their own \b
+    assert DEFER_RE.pattern.startswith(r"\b(?:not now|later|")
+
+
+def test_required_literal_stops_where_the_fragment_stops_being_literal():
+    assert [required_literal(f) for f in (
+        "later", "follow[- ]up", "still need(?:s)? to", "need to .{0,40}later", "trade-?off",
+        r"\bnext,? (?:i|we)", r"\bthen i(?:'ll| will)\b", "leave \\w+ alone", "Go+d", "不是现在",
+    )] == ["later", "follow", "still need", "need to", "trade", "next", "then i", "leave",
+           "go", "不是现在"]  # fmt: skip
+
+
+def test_a_table_word_a_match_may_lack_is_refused():
+    assert intent._table("later\n    trade-?off    trade") == (
+        ("later", "later"),
+        ("trade-?off", "trade"),
+    )
+    for row in ("follow[- ]up    followup", "trade-?off    trade-", "next    nest"):
+        with pytest.raises(ValueError, match="not in every match"):
+            intent._table(row)
