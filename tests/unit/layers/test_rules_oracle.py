@@ -458,6 +458,11 @@ BLANKS = st.text(
     alphabet=st.sampled_from([" ", "\t", "\f", "\v", "\u00a0", "\u3000", "\r", "\n", "a"]),
     max_size=40,
 )
+# The same without ``\r`` (collapse_whitespace's path for such texts).
+BLANKS_WITHOUT_CR = st.text(
+    alphabet=st.sampled_from([" ", "\t", "\f", "\v", "\u00a0", "\u3000", "\n", "a"]),
+    max_size=40,
+)
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -589,6 +594,22 @@ def test_bullet_scan_agrees_with_the_line_loop(text: str) -> None:
     _assert_bullet_rules_agree(text)
 
 
+TABLE_LINES = [
+    "| a | b |", "|---|---|", "|:--|--:|", "| x |", "|-|", "-|-", "---|---", "a | b", "|---|\r",
+    "  |--|--|  ", "\t| - |", "| --- | - |", "\\| a | b |", "| a \\| b |", "|", "-", "---",
+    ":-:", "|:-:|:-:|:-:|", "| 1 | 2 | 3 |", "", " ", "text", "- item", "|---|---|\xa0",
+]  # fmt: skip
+TABLE_TEXTS = st.lists(st.sampled_from(TABLE_LINES), max_size=8).map("\n".join)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(TABLE_TEXTS, TEXTS))
+def test_table_search_agrees_with_every_line_tried(text: str) -> None:
+    lines = text.split("\n")
+    expected = any("|" in line and table_header(lines, i) for i, line in enumerate(lines))
+    assert tr_selection._has_table(text) == expected
+
+
 def _fixture_texts() -> list[str]:
     """Every string value in the JSON and JSONL files of fixtures/ (tool outputs, prose)."""
     texts: list[str] = []
@@ -620,8 +641,28 @@ def test_bullet_rules_agree_with_the_line_loop_on_every_fixture_text() -> None:
         _assert_bullet_rules_agree(tr_protect.mask(text)[0])  # as apply_rules gives it
 
 
+def test_collapse_whitespace_agrees_with_the_line_loop_on_every_fixture_text() -> None:
+    changed = 0
+    for text in _fixture_texts():
+        for form in (text, text.replace("\r", "")):  # (without \r: the path that skips lines)
+            expected = _reference_collapse_whitespace(form)
+            assert rules_text.collapse_whitespace(form) == expected, form
+            changed += expected != form
+    assert changed > 50
+
+
+def test_table_search_agrees_with_every_line_tried_on_every_fixture_text() -> None:
+    tables = 0
+    for text in _fixture_texts():
+        lines = text.split("\n")
+        expected = any("|" in line and table_header(lines, i) for i, line in enumerate(lines))
+        assert tr_selection._has_table(text) == expected, text
+        tables += expected
+    assert tables >= 5  # the fixtures do hold tables
+
+
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=st.one_of(BLANKS, TEXTS))
+@given(text=st.one_of(BLANKS, BLANKS_WITHOUT_CR, TEXTS))
 def test_collapse_whitespace_agrees_with_the_line_loop(text: str) -> None:
     expected = _reference_collapse_whitespace(text)
     assert rules_text.collapse_whitespace(text) == expected
