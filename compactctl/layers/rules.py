@@ -159,18 +159,22 @@ class _Rewriter:
         return effects
 
     def rewrite(self, content: Any, is_code: bool) -> Any:
-        """``content`` (a string or a list of parts) with the rules applied to its text."""
+        """``content`` (a string or a list of parts) with the rules applied to its text;
+        ``content`` itself when no text changes."""
         if isinstance(content, str):
             return self.apply(content, is_code)
         if isinstance(content, list):
             out = []
+            changed = False
             for part in content:
                 if isinstance(part, dict) and part.get("type") == "text":
                     text = part.get("text")
                     if isinstance(text, str):
-                        part = {**part, "text": self.apply(text, is_code)}
+                        new = self.apply(text, is_code)
+                        changed = changed or new != text
+                        part = {**part, "text": new}
                 out.append(part)
-            return out
+            return out if changed else content
         return content
 
 

@@ -48,15 +48,24 @@ def apply_rules(text: str, rules: Sequence[Rule]) -> str:
     return _apply_masked(text, mask(text), rules, None)[0]
 
 
+_Final = tuple[list[str], str, tuple[str, Masked] | None]
+"""What :func:`_unmasked` returned for a masked text: ``(originals, sentinel, outcome)``."""
+
+
 def _apply_masked(
-    text: str, masked: Masked, rules: Sequence[Rule], memo: dict[tuple[object, str], str] | None
+    text: str,
+    masked: Masked,
+    rules: Sequence[Rule],
+    memo: dict[tuple[object, str], str] | None,
+    finals: dict[str, _Final] | None = None,
 ) -> tuple[str, Masked]:
     """:func:`apply_rules` on ``text`` whose :func:`mask` is ``masked``: ``(result, its mask)``.
 
     The mask of the result comes free with the final check, so a caller applying more rules to
     the result need not mask it again. ``memo`` maps ``(rule.fn, input)`` to ``rule.fn(input)``
     across calls on the same text (the rules are pure; it holds each intermediate text until
-    the caller drops it); ``None``: no memo.
+    the caller drops it); ``None``: no memo. ``finals`` does the same for the final check
+    (:func:`_unmasked`), keyed by the rules' output.
     """
     source, originals, sentinel = masked
     current = source
@@ -76,18 +85,33 @@ def _apply_masked(
         current = new
     if current == source:
         return text, masked
+    if finals is None:
+        outcome = _unmasked(current, originals, sentinel)
+    else:
+        known = finals.get(current)
+        if known is not None and known[1] == sentinel and known[0] == originals:
+            outcome = known[2]
+        else:
+            outcome = _unmasked(current, originals, sentinel)
+            finals[current] = (originals, sentinel, outcome)
+    return (text, masked) if outcome is None else outcome
+
+
+def _unmasked(current: str, originals: list[str], sentinel: str) -> tuple[str, Masked] | None:
+    """The text the rules' masked output ``current`` stands for, and its mask; ``None`` when
+    it must not be used (the input is kept). A pure function of its arguments."""
     if not originals:  # no code: the result is the masked text, if it still has no code
         if sentinel in current:
-            return text, masked
+            return None
         remasked = mask(current)
-        return (text, masked) if remasked[1] else (current, remasked)
+        return None if remasked[1] else (current, remasked)
     pieces = masked_pieces(current, originals, sentinel)
     result = "".join(piece for _, piece in pieces)
     if sentinel in result:
-        return text, masked  # a rule broke a placeholder (e.g. a \r redraw over inline code)
+        return None  # a rule broke a placeholder (e.g. a \r redraw over inline code)
     remasked = mask(result)
     if masked_pieces(*remasked) != pieces:
-        return text, masked  # the output would parse into other code spans: do not risk it
+        return None  # the output would parse into other code spans: do not risk it
     return result, remasked
 
 
@@ -123,11 +147,12 @@ def apply_rules_stepwise(text: str, rules: Sequence[Rule]) -> tuple[str, list[st
     for rule, output in zip(rules, outputs, strict=True):
         memo[(rule.fn, current)] = output
         current = output
-    result = _apply_masked(text, masked, rules, memo)[0]
+    finals: dict[str, _Final] = {}  # the last step usually ends where the chain does
+    result = _apply_masked(text, masked, rules, memo, finals)[0]
     steps: list[str] = []
     current = text
     for rule in rules:
         if current:
-            current, masked = _apply_masked(current, masked, (rule,), memo)
+            current, masked = _apply_masked(current, masked, (rule,), memo, finals)
         steps.append(current)
     return result, steps

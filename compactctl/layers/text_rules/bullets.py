@@ -8,11 +8,12 @@ same indentation and marker. Source: MoonHub's compactor, the Layer 1 table ("å
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from compactctl.layers.text_rules.lines import DECORATIVE_RE, join_lines, split_lines
+from compactctl.layers.text_rules.lines import DECORATIVE_RE
 from compactctl.layers.text_rules.protect import PLACEHOLDER_RE, inline_code_spans
 from compactctl.text import CJK_LETTERS
 
@@ -31,20 +32,14 @@ SHORT_BULLET_MIN_RUN = 3
 #: ``similar_bullets``: default word-bigram Jaccard similarity at which two bullets merge.
 SIMILAR_BULLETS_THRESHOLD = 0.8
 
-_BULLET_RE = re.compile(r"([ \t]*)([-*+])[ \t]+(\S.*)")
-# A line that starts like a bullet, at the start of the text or after a newline (two regexes
-# rather than one with ``^`` and re.M, so that the search can skip from newline to newline).
-_BULLET_START_RE = re.compile(r"[ \t]*+[-*+][ \t]")
-_BULLET_AFTER_NEWLINE_RE = re.compile(r"\n[ \t]*+[-*+][ \t]")
-
-
-def _may_have_bullets(text: str) -> bool:
-    """False when no line of ``text`` starts like a bullet (then the bullet rules do nothing)."""
-    return (
-        _BULLET_START_RE.match(text) is not None
-        or _BULLET_AFTER_NEWLINE_RE.search(text) is not None
-    )
-
+# A bullet line: blanks (group 1: the indentation), a marker (group 2), at least one blank, then
+# text that starts with a non-blank (group 3) to the end of the line. Found in the whole text: at
+# its start, or after a newline (two regexes rather than one with ``^`` and re.M, so that the
+# search can skip from newline to newline). Group 1 starts where the line starts; a match ends
+# where the line ends. The possessive repeats give back nothing a match could use (the marker
+# and ``\S`` are no blank, ``[^\n]*+`` stops at the line end).
+_BULLET_LINE_AT_START_RE = re.compile(r"([ \t]*+)([-*+])[ \t]++(\S[^\n]*+)")
+_BULLET_LINE_RE = re.compile(r"\n([ \t]*+)([-*+])[ \t]++(\S[^\n]*+)")
 
 # A word: one CJK letter, or a run of other word characters.
 _TOKEN_RE = re.compile(f"[{CJK_LETTERS}]|[^\\W{CJK_LETTERS}]+")
@@ -52,42 +47,65 @@ _TOKEN_RE = re.compile(f"[{CJK_LETTERS}]|[^\\W{CJK_LETTERS}]+")
 
 @dataclass(frozen=True, slots=True)
 class _Bullet:
-    """One single-line unordered list item."""
+    """One single-line unordered list item, and where its line is in the text."""
 
     line: str
     peer_key: tuple[str, str]  # (indentation, marker): items of the same list level
     text: str
     has_body: bool  # followed by a child item or an indented continuation line
+    start: int  # offset of the line's first character in the text
+    end: int  # offset just after its last character (its newline, or the end of the text)
 
 
 def _indent_width(line: str) -> int:
     return len(line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4))
 
 
-def _parse_bullet(line: str, next_line: str | None) -> _Bullet | None:
-    match = _BULLET_RE.fullmatch(line)
-    if match is None or DECORATIVE_RE.fullmatch(line) is not None:
-        return None
-    has_body = (
-        next_line is not None
-        and next_line.strip() != ""
-        and _indent_width(next_line) > _indent_width(line)
-    )
-    return _Bullet(line, (match.group(1), match.group(2)), match.group(3).rstrip(), has_body)
+def _scan_bullets(text: str) -> list[_Bullet]:
+    """Every bullet of ``text`` (lines split on ``\\n``), in order: a bullet line
+    (:data:`_BULLET_LINE_RE`) that is not decorative (``- - -`` is a rule, not an item).
+
+    The regexes find the bullet lines in the whole text, so the other lines cost no Python
+    step. The last text scanned and its bullets are kept: ``short_bullets`` and
+    ``similar_bullets`` run one after the other, and the second usually gets the text the
+    first returned unchanged.
+    """
+    last_text, last_bullets = _last_scan[0]
+    if last_text is text:
+        return last_bullets
+    bullets: list[_Bullet] = []
+    size = len(text)
+    first = _BULLET_LINE_AT_START_RE.match(text)
+    matches = _BULLET_LINE_RE.finditer(text)
+    for match in itertools.chain((first,) if first is not None else (), matches):
+        start, end = match.start(1), match.end()
+        line = text[start:end]
+        indent, marker = match.group(1), match.group(2)
+        # A decorative line has only marks after its blanks: "+" is none, and neither is a
+        # first character of the item's text outside -*=_~ (most items are words).
+        if (
+            marker != "+"
+            and text[match.start(3)] in _DECORATIVE_MARKS
+            and DECORATIVE_RE.fullmatch(line) is not None
+        ):
+            continue
+        has_body = False
+        if end + 1 < size:  # a next line with at least one character
+            next_end = text.find("\n", end + 1)
+            next_line = text[end + 1 : next_end if next_end >= 0 else size]
+            has_body = next_line.strip() != "" and _indent_width(next_line) > len(
+                indent.expandtabs(4)
+            )
+        bullets.append(
+            _Bullet(line, (indent, marker), match.group(3).rstrip(), has_body, start, end)
+        )
+    _last_scan[0] = (text, bullets)
+    return bullets
 
 
-_BULLET_MARKERS = ("-", "*", "+")
-
-
-def _bullets(lines: Sequence[str]) -> list[_Bullet | None]:
-    last = len(lines) - 1
-    return [
-        # (only a line whose first non-blank character is a marker can be a bullet)
-        _parse_bullet(line, lines[i + 1] if i < last else None)
-        if line.lstrip(" \t").startswith(_BULLET_MARKERS)
-        else None
-        for i, line in enumerate(lines)
-    ]
+_DECORATIVE_MARKS = "-*=_~"
+# The last text _scan_bullets scanned and its bullets (one entry, replaced as a whole).
+_last_scan: list[tuple[str, list[_Bullet]]] = [("", [])]
 
 
 def _code_tokens(text: str) -> frozenset[str]:
@@ -116,7 +134,15 @@ class _Candidate:
 
 
 def _candidate(bullet: _Bullet) -> _Candidate:
-    return _Candidate(bullet, _grams(bullet.text), _code_tokens(bullet.text))
+    return _Candidate(bullet, *_compared(bullet.text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compared(text: str) -> tuple[frozenset[tuple[str, ...]], frozenset[str]]:
+    """What two bullets' texts are compared by: word bigrams and code tokens (kept for the
+    texts seen last: the rule chain repeats, and each step of a traced chain runs the rule
+    again, on the same items)."""
+    return _grams(text), _code_tokens(text)
 
 
 def _similar(a: _Candidate, b: _Candidate, threshold: float) -> bool:
@@ -140,32 +166,46 @@ def _merge_runs(
     """``text`` with each run of bullets of one list replaced by ``merge(run)``: the
     consecutive bullets with the same indentation and marker, without a body and (with
     ``max_chars``) with at most that many characters of text. ``text`` itself when nothing
-    was merged."""
-    if not _may_have_bullets(text):
-        return text
-    lines, trailing = split_lines(text)
-    out: list[str] = []
+    was merged.
+
+    ``merge`` returns the run's own lines, or fewer lines: only the runs it shortens are
+    written again; the rest of the text is copied as it is.
+    """
+    parts: list[str] = []
+    position = 0  # where the text not yet copied starts
     run: list[_Bullet] = []
-    for line, bullet in zip(lines, _bullets(lines), strict=True):
-        if (
-            bullet is not None
-            and not bullet.has_body
-            and (max_chars is None or len(bullet.text) <= max_chars)
-        ):
-            if run and run[-1].peer_key != bullet.peer_key:
-                out.extend(merge(run))
-                run = []
-            run.append(bullet)
-            continue
-        if run:
-            out.extend(merge(run))
+    for bullet in _scan_bullets(text):
+        if bullet.has_body or (max_chars is not None and len(bullet.text) > max_chars):
+            continue  # (not in a run: it ends the run before it, as any other line does)
+        if run and (run[-1].end + 1 != bullet.start or run[-1].peer_key != bullet.peer_key):
+            position = _merge_run(text, run, merge, parts, position)
             run = []
-        out.append(line)
+        run.append(bullet)
     if run:
-        out.extend(merge(run))
-    if len(out) == len(lines):  # nothing merged
+        position = _merge_run(text, run, merge, parts, position)
+    if not parts:  # nothing merged
         return text
-    return join_lines(out, trailing)
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _merge_run(
+    text: str,
+    run: list[_Bullet],
+    merge: Callable[[list[_Bullet]], list[str]],
+    parts: list[str],
+    position: int,
+) -> int:
+    """Append to ``parts`` the text from ``position`` to the end of ``run`` with the run
+    merged, if ``merge`` shortens it; return where the text not yet copied starts."""
+    if len(run) < 2:
+        return position  # (a single bullet is never merged)
+    merged = merge(run)
+    if len(merged) == len(run):
+        return position
+    parts.append(text[position : run[0].start])
+    parts.append("\n".join(merged))
+    return run[-1].end
 
 
 def _merge_similar_run(run: list[_Bullet], threshold: float) -> list[str]:

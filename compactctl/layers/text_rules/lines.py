@@ -84,6 +84,8 @@ def collapse_whitespace(text: str) -> str:
         and _WHITESPACE_WORK_AT_START_RE.match(text) is None
     ):
         return text
+    if "\r" not in text:
+        return _collapse_without_cr(text)
     lines, trailing = split_lines(text)
     stripped = list(map(str.rstrip, lines, repeat(_TRAILING_BLANKS)))
     if "\r" in text:  # a CRLF line ending stays a CRLF line ending
@@ -101,6 +103,41 @@ def collapse_whitespace(text: str) -> str:
     if out == lines:
         return text
     return join_lines(out, trailing)
+
+
+# A newline ending a line that ends with a blank (no ``\r`` in the text).
+_BLANK_BEFORE_NEWLINE_RE = re.compile(f"\n(?<=[{_BLANKS_BUT_CR}]\n)")
+_EMPTY_LINES_RE = re.compile("\n\n\n+")
+
+
+def _collapse_without_cr(text: str) -> str:
+    """:func:`collapse_whitespace` of a text without ``\\r``, that has work: the lines that
+    end with a blank are found at their newlines and stripped, the rest is copied; then each
+    run of empty lines becomes one. The same result as the line loop, without a Python step
+    per line (most lines have nothing to do)."""
+    parts: list[str] = []
+    position = 0  # where the text not yet copied starts (0, or a newline)
+    for match in _BLANK_BEFORE_NEWLINE_RE.finditer(text):
+        newline = match.start()
+        start = text.rfind("\n", position, newline) + 1  # (0 for the first line)
+        parts.append(text[position:start])
+        parts.append(text[start:newline].rstrip(_BLANKS_BUT_CR))
+        position = newline
+    trailing = text.endswith("\n")
+    if not trailing and text.endswith(_TRAILING_BLANK_ENDS):  # the last line, without newline
+        start = text.rfind("\n", position) + 1
+        parts.append(text[position:start])
+        parts.append(text[start:].rstrip(_BLANKS_BUT_CR))
+        position = len(text)
+    parts.append(text[position:])
+    # Every line newline-terminated, so an empty line is a newline after a newline (or at the
+    # start): keep the first of each run.
+    ended = "".join(parts) + ("" if trailing else "\n")
+    if ended.startswith("\n\n"):
+        ended = "\n" + ended.lstrip("\n")
+    ended = _EMPTY_LINES_RE.sub("\n\n", ended)
+    result = ended if trailing else ended[:-1]
+    return text if result == text else result
 
 
 def _is_dup_candidate(key: str) -> bool:

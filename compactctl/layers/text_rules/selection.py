@@ -53,6 +53,13 @@ _CODE_SAMPLE_LINES = 500
 _BLANK_LINE_RE = re.compile(r"\n[^\S\n]*+(?=\n|\Z)")
 _SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{_CODE_SAMPLE_LINES}}}")
 _SAMPLE_CHUNK_CHARS = 1 << 16
+# A line that markdown's _TABLE_SEPARATOR_RE fullmatches, with the newline before it (a separator
+# row follows its header row). The same pattern with possessive repeats: what follows each of
+# them cannot start with a character of its class (nor a pipe group with a dash the optional
+# pipe and the line end that follow the groups), so giving back could not make a match.
+_SEPARATOR_LINE_RE = re.compile(
+    r"\n[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t\r]*+(?=\n|\Z)"
+)
 
 
 def _code_sample(text: str) -> str:
@@ -120,6 +127,8 @@ def looks_like_code(text: str) -> bool:
     if n >= 2 and numbered >= 0.6 * n:
         return True
     starts = _CODE_START_RE.findall(sample)
+    if len(starts) >= 0.35 * n:
+        return True  # (the lines that end like code only add to these)
     code = len(starts) + _count_code_ends(sample) - _count_code_ends("".join(starts))
     if code >= 0.35 * n or code < 0.15 * n:
         return code >= 0.35 * n  # (then the indentation does not matter)
@@ -127,10 +136,18 @@ def looks_like_code(text: str) -> bool:
 
 
 def _has_table(text: str) -> bool:
+    """Whether a line of ``text`` starts a table (:func:`table_header`): a separator row is
+    looked for first (a table needs one, after its header row), in the whole text."""
     if "|" not in text:
         return False
-    lines = text.split("\n")
-    return any("|" in line and table_header(lines, i) for i, line in enumerate(lines))
+    for match in _SEPARATOR_LINE_RE.finditer(text):
+        separator = text[match.start() + 1 : match.end()]
+        if "|" not in separator:
+            continue
+        head_start = text.rfind("\n", 0, match.start()) + 1
+        if table_header((text[head_start : match.start()], separator), 0) is not None:
+            return True
+    return False
 
 
 def _check_names(names: Collection[str], argument: str) -> None:

@@ -14,10 +14,13 @@ the time, so no public function shows it), the bullet parser, and the code sampl
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,7 +49,7 @@ from compactctl.layers.text_rules import protect as tr_protect
 from compactctl.layers.text_rules import selection as tr_selection
 from compactctl.layers.text_rules.markdown import table_header
 from compactctl.model import Message, event_from_dict
-from tests.helpers import SAMPLES
+from tests.helpers import FIXTURES, SAMPLES
 
 ALL = list(RULES.values())
 
@@ -277,16 +280,87 @@ def _reference_collapse_whitespace(text: str) -> str:
     return tr_lines.join_lines(out, trailing)
 
 
-# The decorative line and the bullet start as first written (a repeated group).
+# The decorative line as first written (a repeated group).
 _REFERENCE_DECORATIVE_RE = re.compile(r"[ \t]*(?:[-*=_~][ \t]*){3,}\r?")
-_REFERENCE_BULLET_LINE_RE = re.compile(r"^[ \t]*[-*+][ \t]", re.M)
+_REFERENCE_BULLET_RE = re.compile(r"([ \t]*)([-*+])[ \t]+(\S.*)")
 
 
-def _reference_bullets(lines: Sequence[str]) -> list[object]:
-    return [
-        tr_bullets._parse_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
+def _reference_indent_width(line: str) -> int:
+    return len(line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4))
+
+
+def _reference_bullet(
+    line: str, next_line: str | None
+) -> tuple[str, tuple[str, str], str, bool] | None:
+    """One line parsed alone: ``(line, (indentation, marker), text, has_body)`` or None."""
+    match = _REFERENCE_BULLET_RE.fullmatch(line)
+    if match is None or tr_lines.DECORATIVE_RE.fullmatch(line) is not None:
+        return None
+    has_body = (
+        next_line is not None
+        and next_line.strip() != ""
+        and _reference_indent_width(next_line) > _reference_indent_width(line)
+    )
+    return line, (match.group(1), match.group(2)), match.group(3).rstrip(), has_body
+
+
+def _reference_bullets(text: str) -> list[tuple[int, tuple[str, tuple[str, str], str, bool]]]:
+    """``(line index, parsed)`` of each bullet line, every line parsed alone."""
+    lines = tr_lines.split_lines(text)[0]
+    parsed = [
+        (i, _reference_bullet(line, lines[i + 1] if i + 1 < len(lines) else None))
         for i, line in enumerate(lines)
     ]
+    return [(i, bullet) for i, bullet in parsed if bullet is not None]
+
+
+def _reference_merge_runs(text: str, max_chars: int | None, merge: Any) -> str:
+    """The bullet rules as first written: every line parsed, the text joined again."""
+    lines, trailing = tr_lines.split_lines(text)
+    out: list[str] = []
+    run: list[Any] = []
+    for i, line in enumerate(lines):
+        parsed = _reference_bullet(line, lines[i + 1] if i + 1 < len(lines) else None)
+        if (
+            parsed is not None
+            and not parsed[3]
+            and (max_chars is None or len(parsed[2]) <= max_chars)
+        ):
+            bullet = tr_bullets._Bullet(*parsed, start=-1, end=-1)
+            if run and run[-1].peer_key != bullet.peer_key:
+                out.extend(merge(run))
+                run = []
+            run.append(bullet)
+            continue
+        if run:
+            out.extend(merge(run))
+            run = []
+        out.append(line)
+    if run:
+        out.extend(merge(run))
+    if len(out) == len(lines):
+        return text
+    return tr_lines.join_lines(out, trailing)
+
+
+def _assert_bullet_rules_agree(text: str) -> None:
+    """The bullet scan finds what the per-line parse finds, and both rules give what the line
+    loop gives."""
+    lines = tr_lines.split_lines(text)[0]
+    line_at = {0: 0} | {m.end(): i for i, m in enumerate(re.finditer("\n", text), 1)}
+    scanned = tr_bullets._scan_bullets(text)
+    assert [
+        (line_at[b.start], (b.line, b.peer_key, b.text, b.has_body)) for b in scanned
+    ] == _reference_bullets(text)
+    for b in scanned:
+        assert text[b.start : b.end] == b.line == lines[line_at[b.start]]
+    assert rules_text.merge_short_bullets(text) == _reference_merge_runs(
+        text, tr_bullets.SHORT_BULLET_MAX_CHARS, tr_bullets._merge_short_run
+    )
+    for threshold in (tr_bullets.SIMILAR_BULLETS_THRESHOLD, 0.3):
+        assert rules_text.merge_similar_bullets(text, threshold) == _reference_merge_runs(
+            text, None, functools.partial(tr_bullets._merge_similar_run, threshold=threshold)
+        )
 
 
 def _reference_code_tokens(text: str) -> frozenset[str]:
@@ -384,6 +458,11 @@ BLANKS = st.text(
     alphabet=st.sampled_from([" ", "\t", "\f", "\v", "\u00a0", "\u3000", "\r", "\n", "a"]),
     max_size=40,
 )
+# The same without ``\r`` (collapse_whitespace's path for such texts).
+BLANKS_WITHOUT_CR = st.text(
+    alphabet=st.sampled_from([" ", "\t", "\f", "\v", "\u00a0", "\u3000", "\n", "a"]),
+    max_size=40,
+)
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -475,9 +554,7 @@ def test_selection_prefilters_agree(text: str) -> None:
 @given(text=TEXTS)
 def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
     lines = tr_lines.split_lines(text)[0]
-    bullet_line = _REFERENCE_BULLET_LINE_RE.search(text) is not None
-    assert tr_bullets._may_have_bullets(text) == bullet_line
-    assert tr_bullets._bullets(lines) == _reference_bullets(lines)
+    _assert_bullet_rules_agree(text)
     for line in lines:
         assert bool(tr_lines.DECORATIVE_RE.fullmatch(line)) == bool(
             _REFERENCE_DECORATIVE_RE.fullmatch(line)
@@ -498,8 +575,94 @@ def test_rule_prefilters_agree_with_their_line_tests(text: str) -> None:
         assert tr_bullets._code_tokens(line) == _reference_code_tokens(line)
 
 
+# Lists: items of several levels and markers, short and long, similar and not, with bodies,
+# decorative lines, code, blank and other lines between.
+BULLET_LINES = [
+    "- a", "- a b", "- run the unit tests", "- run the unit tests now", "* b", "+ c", "  - d",
+    "\t- e", "    * f", "- - -", "* * *", "-", "- ", "-\t", "-x", "+ + +", "- `x` y", "- `y` y",
+    "  continued", "    deeper", "", " ", "\r", "- a\r", "- a  ", "1. one", "text", "# h",
+    "- \ue0000000000\ue000 z", "- 你好 世界", "- " + "w" * 31, "- ~ ~ ~", "- *x*", "\xa0- n",
+]  # fmt: skip
+BULLET_TEXTS = st.lists(st.sampled_from(BULLET_LINES), max_size=14).flatmap(
+    lambda lines: st.sampled_from(["\n".join(lines), "\n".join(lines) + "\n"])
+)
+
+
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=st.one_of(BLANKS, TEXTS))
+@given(text=st.one_of(BULLET_TEXTS, TEXTS))
+def test_bullet_scan_agrees_with_the_line_loop(text: str) -> None:
+    _assert_bullet_rules_agree(text)
+
+
+TABLE_LINES = [
+    "| a | b |", "|---|---|", "|:--|--:|", "| x |", "|-|", "-|-", "---|---", "a | b", "|---|\r",
+    "  |--|--|  ", "\t| - |", "| --- | - |", "\\| a | b |", "| a \\| b |", "|", "-", "---",
+    ":-:", "|:-:|:-:|:-:|", "| 1 | 2 | 3 |", "", " ", "text", "- item", "|---|---|\xa0",
+]  # fmt: skip
+TABLE_TEXTS = st.lists(st.sampled_from(TABLE_LINES), max_size=8).map("\n".join)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(TABLE_TEXTS, TEXTS))
+def test_table_search_agrees_with_every_line_tried(text: str) -> None:
+    lines = text.split("\n")
+    expected = any("|" in line and table_header(lines, i) for i, line in enumerate(lines))
+    assert tr_selection._has_table(text) == expected
+
+
+def _fixture_texts() -> list[str]:
+    """Every string value in the JSON and JSONL files of fixtures/ (tool outputs, prose)."""
+    texts: list[str] = []
+    stack: list[object] = []
+    for path in sorted(FIXTURES.rglob("*.json*")):
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                stack.append(json.loads(raw))
+            except ValueError:
+                continue
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return sorted(set(texts))
+
+
+def test_bullet_rules_agree_with_the_line_loop_on_every_fixture_text() -> None:
+    texts = _fixture_texts()
+    assert len(texts) > 1000
+    listed = [text for text in texts if tr_bullets._scan_bullets(text)]
+    assert len(listed) > 50  # the fixtures do hold lists
+    for text in texts:
+        _assert_bullet_rules_agree(text)
+        _assert_bullet_rules_agree(tr_protect.mask(text)[0])  # as apply_rules gives it
+
+
+def test_collapse_whitespace_agrees_with_the_line_loop_on_every_fixture_text() -> None:
+    changed = 0
+    for text in _fixture_texts():
+        for form in (text, text.replace("\r", "")):  # (without \r: the path that skips lines)
+            expected = _reference_collapse_whitespace(form)
+            assert rules_text.collapse_whitespace(form) == expected, form
+            changed += expected != form
+    assert changed > 50
+
+
+def test_table_search_agrees_with_every_line_tried_on_every_fixture_text() -> None:
+    tables = 0
+    for text in _fixture_texts():
+        lines = text.split("\n")
+        expected = any("|" in line and table_header(lines, i) for i, line in enumerate(lines))
+        assert tr_selection._has_table(text) == expected, text
+        tables += expected
+    assert tables >= 5  # the fixtures do hold tables
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(BLANKS, BLANKS_WITHOUT_CR, TEXTS))
 def test_collapse_whitespace_agrees_with_the_line_loop(text: str) -> None:
     expected = _reference_collapse_whitespace(text)
     assert rules_text.collapse_whitespace(text) == expected
