@@ -14,19 +14,18 @@ over the messages, one substring search per probe (in its source message when th
 context still holds it; else in the context's text and its normalised copy, each built once,
 on first need), and the tokens of each distinct message text counted once (the counts of the
 messages replay keeps are reused for the effective context, as ``inspect`` does); the
-cyclic garbage collector is paused while a file is read and checked (:func:`_acyclic`).
+cyclic garbage collector is paused while a file is read and checked
+(:func:`~compactctl.model.acyclic`).
 Measured against ``inspect`` by ``make bench`` (the ``eval`` rows; ``bench/run.py --only
 eval``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import operator
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +40,7 @@ from compactctl.evaluate.report import (
     gate_failures,
 )
 from compactctl.io.files import STDIN
-from compactctl.model import Message
+from compactctl.model import Message, acyclic
 from compactctl.replay import View
 from compactctl.session import Session
 from compactctl.tokens import TokenCounter, message_payload, message_tokens, messages_tokens
@@ -137,22 +136,6 @@ def _payload_counts(messages: Sequence[Message], counter: TokenCounter) -> list[
     return out
 
 
-@contextlib.contextmanager
-def _acyclic() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for the block (re-enabled after, when it
-    was on): reading a session and extracting its probes allocate hundreds of thousands of
-    objects (parsed JSON, probes) that hold no reference cycle, and each collection of the
-    oldest generation walks every one of them again. Measured on the ``make bench`` corpus:
-    about 8% of ``eval``'s time. The judge and compare runs are not inside it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def evaluate_session(
     session: Session, options: EvalOptions, original: Session | None = None
 ) -> FileEval:
@@ -170,7 +153,7 @@ def evaluate_session(
         ValueError: the tiktoken encoding is unavailable offline.
     """
     source = original or session
-    with _acyclic():
+    with acyclic():
         probes = extract_probes(source.events)
         view = session.effective()
         matches = Context(view).check(probes)
@@ -249,7 +232,7 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
             effective context (a ``--materialize`` output) without ``--against``.
         UsageError, SummarizerError: as :func:`evaluate_session`.
     """
-    with _acyclic():
+    with acyclic():
         session = open_session(
             path, options.fmt, encoding=options.encoding, context_window=options.context_window
         )

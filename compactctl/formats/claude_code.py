@@ -115,7 +115,7 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
         ):
             by_uuid.setdefault(uid, i)
             order.append(i)
-    position = {idx: pos for pos, idx in enumerate(order)}
+    position: dict[int, int] | None = None  # idx -> its place in order, for dangling parents
     leaf = _leaf(records, by_uuid, order)
     path: list[int] = []
     dangling: dict[int, str] = {}
@@ -133,6 +133,8 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
         nxt = by_uuid.get(parent)
         if nxt is None:
             dangling[cur] = parent
+            if position is None:
+                position = {idx: pos for pos, idx in enumerate(order)}
             pos = position[cur] - 1
             while pos >= 0 and order[pos] in seen:
                 pos -= 1
@@ -145,9 +147,11 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
 def _result_ids(record: JSON) -> list[str]:
     """The ``tool_use_id`` of each ``tool_result`` block of a user record that holds only
     tool results (else ``[]``)."""
+    if record.get("type") != "user":
+        return []
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if record.get("type") != "user" or not isinstance(content, list) or not content:
+    if not isinstance(content, list) or not content:
         return []
     ids = [
         b.get("tool_use_id")
@@ -160,9 +164,11 @@ def _result_ids(record: JSON) -> list[str]:
 
 
 def _call_ids(record: JSON) -> list[str]:
+    if record.get("type") != "assistant":
+        return []
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if record.get("type") != "assistant" or not isinstance(content, list):
+    if not isinstance(content, list):
         return []
     return [
         str(b["id"])
@@ -172,9 +178,11 @@ def _call_ids(record: JSON) -> list[str]:
 
 
 def _message_id(record: JSON) -> str | None:
+    if record.get("type") != "assistant":
+        return None
     message = record.get("message")
     mid = message.get("id") if isinstance(message, dict) else None
-    return mid if record.get("type") == "assistant" and isinstance(mid, str) else None
+    return mid if isinstance(mid, str) else None
 
 
 def _with_fanned_results(records: list[tuple[int, JSON]], path: list[int]) -> list[int]:
@@ -193,18 +201,21 @@ def _with_fanned_results(records: list[tuple[int, JSON]], path: list[int]) -> li
       there.
 
     The branch is in file order (a record is written after its parent), and so is the result.
+    The branch's answers, calls and results are collected once, when the first record off
+    the branch hangs off it (a session whose records are all on the branch skips it).
     """
     on_path = set(path)
     linked = {records[i][1].get("uuid") for i in path}
-    answers = {_message_id(records[i][1]) for i in path} - {None}
-    calls = {cid for i in path for cid in _call_ids(records[i][1])}
-    answered = {rid for i in path for rid in _result_ids(records[i][1])}
     extra: list[int] = []
     first = path[0] if path else 0
+    branch: tuple[set[str], set[str], set[str]] | None = None
     for i in range(first, len(records)):
         rec = records[i][1]
         if i in on_path or rec.get("parentUuid") not in linked:
             continue
+        if branch is None:
+            branch = _branch_ids(records, path)
+        answers, calls, answered = branch
         ids = _result_ids(rec)
         if _message_id(rec) in answers:
             calls.update(_call_ids(rec))
@@ -214,6 +225,29 @@ def _with_fanned_results(records: list[tuple[int, JSON]], path: list[int]) -> li
         answered.update(ids)
         linked.add(rec.get("uuid"))
     return sorted(path + extra) if extra else path
+
+
+def _branch_ids(
+    records: list[tuple[int, JSON]], path: list[int]
+) -> tuple[set[str], set[str], set[str]]:
+    """``(answers, calls, answered)`` of the branch ``path``: the ``message.id`` of its
+    assistant lines, the ids of their ``tool_use`` blocks, and the ``tool_use_id`` of its
+    user lines of tool results only (:func:`_message_id`, :func:`_call_ids`,
+    :func:`_result_ids`), in one pass."""
+    answers: set[str] = set()
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for i in path:
+        rec = records[i][1]
+        kind = rec.get("type")
+        if kind == "assistant":
+            mid = _message_id(rec)
+            if mid is not None:
+                answers.add(mid)
+            calls.update(_call_ids(rec))
+        elif kind == "user":
+            answered.update(_result_ids(rec))
+    return answers, calls, answered
 
 
 def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:
@@ -236,7 +270,11 @@ def _session(records: list[tuple[int, JSON]], path: list[int]) -> JSON | None:
             model = None
     if session_id is None and model is None:
         return None
-    peak = max((_prompt_tokens(records[i][1]) for i in path), default=0)
+    peak = 0
+    for i in path:
+        rec = records[i][1]
+        if rec.get("type") == "assistant":  # _prompt_tokens is 0 for any other record
+            peak = max(peak, _prompt_tokens(rec))
     timestamp = next(
         (r["timestamp"] for _, r in records if isinstance(r.get("timestamp"), str)), None
     )
@@ -263,12 +301,18 @@ def _prompt_tokens(record: JSON) -> int:
     """The prompt size an ``assistant`` record's ``message.usage`` reports, in tokens:
     ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens`` (the Messages
     API counts these three apart; together they are the whole prompt), 0 without usage."""
+    if record.get("type") != "assistant":
+        return 0
     message = record.get("message")
     usage = message.get("usage") if isinstance(message, dict) else None
-    if record.get("type") != "assistant" or not isinstance(usage, dict):
+    if not isinstance(usage, dict):
         return 0
-    keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    return sum(n for k in keys if isinstance(n := usage.get(k), int) and n > 0)
+    total = 0
+    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        n = usage.get(key)
+        if isinstance(n, int) and n > 0:
+            total += n
+    return total
 
 
 def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:

@@ -24,7 +24,7 @@ from compactctl.io.jsonl import (
     read_blocks,
     read_bytes,
 )
-from compactctl.model import BadLine, Event, event_from_dict
+from compactctl.model import BadLine, Event, acyclic, event_from_dict
 
 __all__ = [
     "check_format",
@@ -69,19 +69,21 @@ def read_transcript(
 
     ``on_first_block`` is called with the first bytes read (through the end of the first
     non-blank line) before the rest is read; :class:`~compactctl.session.Session` uses it to
-    load the session's tiktoken encoding before the events exist.
+    load the session's tiktoken encoding before the events exist. The cyclic garbage
+    collector is paused meanwhile (:func:`~compactctl.model.acyclic`).
 
     Raises:
         InputError: the stream cannot be read, or its format is unknown.
         UsageError: ``fmt`` is a whole-document format given for JSON lines.
     """
-    try:
-        doc, events = read_input(
-            stream, fmt, lambda blocks: list(read_blocks(blocks)), on_first_block
-        )
-    except READ_ERRORS as exc:
-        raise read_error(exc, path) from None
-    return to_canonical_events(path, fmt, doc, events)
+    with acyclic():  # events hold no cycles: no collection in the middle of the read
+        try:
+            doc, events = read_input(
+                stream, fmt, lambda blocks: list(read_blocks(blocks)), on_first_block
+            )
+        except READ_ERRORS as exc:
+            raise read_error(exc, path) from None
+        return to_canonical_events(path, fmt, doc, events)
 
 
 _T = TypeVar("_T")

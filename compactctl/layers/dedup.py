@@ -68,14 +68,31 @@ def pointer_text(newer: str, similarity: float, tool: str | None) -> str:
     return f"{POINTER_PREFIX}{what} in message {newer} ({how}); see that newer result]"
 
 
-def _eligible(m: Message, scope: str) -> bool:
-    if m.pinned or "summaryOf" in m.data or not m.uuid:
-        return False
-    if m.role == "tool":
-        return scope in {"tool", "all"} and not m.text.startswith(POINTER_PREFIX)
-    if m.role == "assistant":
-        return scope in {"assistant", "all"} and not m.tool_calls
-    return False
+def _candidates(view: View, scope: str) -> list[tuple[str, str]]:
+    """``(uuid, text)`` of the messages of ``view`` dedup may change, in order: tool outputs
+    (``scope`` ``tool`` or ``all``) that are no pointer yet, and assistant texts without
+    tool calls (``assistant`` or ``all``); never pinned or summary messages, nor a message
+    whose uuid is missing or shared by another message (it cannot name one of them). Each
+    text is taken once (a list content's text is a join)."""
+    tools = scope in {"tool", "all"}
+    assistants = scope in {"assistant", "all"}
+    counts = Counter(m.uuid for m in view)
+    items: list[tuple[str, str]] = []
+    for m in view:
+        uid = m.uuid
+        if not uid or counts[uid] != 1:
+            continue
+        data = m.data
+        if data.get("pinned") is True or "summaryOf" in data:
+            continue
+        role = m.role
+        if role == "tool" and tools:
+            text = m.text
+            if not text.startswith(POINTER_PREFIX):
+                items.append((uid, text))
+        elif role == "assistant" and assistants and not m.tool_calls:
+            items.append((uid, m.text))
+    return items
 
 
 _PLANNED: dict[int, tuple[CompactEvent, Any, Any, list[Message], View]] = {}
@@ -224,11 +241,7 @@ def _plan(
     :func:`~compactctl.tokens.prompt_tokens` (the same numbers)."""
     from compactctl.layers.similarity import find_duplicates
 
-    counts = Counter(m.uuid for m in view)
-    # a uuid shared by several messages cannot name one of them: leave those alone
-    items = [
-        (m.uuid or "", m.text) for m in view if _eligible(m, opts.scope) and counts[m.uuid] == 1
-    ]
+    items = _candidates(view, opts.scope)
     if sum(len(text) for _, text in items) >= _EARLY_ENCODING_CHARS:
         # numpy's path: load the encoding first (a no-op for "estimate"), see the constant
         with contextlib.suppress(ValueError, UsageError):  # raised again by a count, if any

@@ -13,13 +13,15 @@ duplicates of which newer ones:
 2. near-duplicates among the remaining distinct texts, either by comparing all pairs (few
    texts) or with MinHash (Broder 1997, "On the resemblance and containment of documents")
    and LSH banding (Leskovec, Rajaraman, Ullman, "Mining of Massive Datasets", ch. 3) as
-   datasketch's ``MinHashLSH`` bands and indexes them (the index is kept here, one dict per
-   band: :class:`_BandIndex`). LSH only proposes candidates: every reported pair is checked
-   with the exact Jaccard similarity, so every pair it reports is a true near-duplicate.
+   datasketch's ``MinHashLSH`` bands and indexes them (the index is kept here, keyed by the
+   band values texts share: :class:`_BandIndex`). LSH only proposes candidates: every
+   reported pair is checked with the exact Jaccard similarity, so every pair it reports is a
+   true near-duplicate.
 
 numpy and datasketch are imported inside the functions that need them, so importing this
-module costs nothing measurable (CLI startup must stay fast); datasketch only from
-``lsh_min_items`` texts up, and without SciPy (see :func:`_datasketch`).
+module costs nothing measurable (CLI startup must stay fast); numpy only from
+``lsh_min_items`` texts (or 128 Ki characters) up; datasketch only for an LSH banding that
+is not in :data:`_KNOWN_LSH_PARAMS`, and without SciPy (see :func:`_datasketch`).
 """
 
 from __future__ import annotations
@@ -851,6 +853,21 @@ def _quad(*args: Any, **kwargs: Any) -> Any:
     return quad(*args, **kwargs)
 
 
+def _permutations(num_perm: int, seed: int) -> tuple[U32, U32]:
+    """``(a, b)``, the ``num_perm`` affine permutations ``h -> a * h + b mod 2^32`` of
+    datasketch ``MinHash(num_perm, seed, scheme="affine32")`` (its ``permutations``): drawn
+    from ``numpy.random.RandomState(seed)``, ``a`` odd (``2 * randint(0, 2^31) + 1``), then
+    ``b = randint(0, 2^32)``, as datasketch 2.0 draws them (a test checks them against it).
+    Drawn here: importing datasketch for them took 0.07 s of CPU (the 32 MB bench session).
+    """
+    import numpy as np
+
+    gen = np.random.RandomState(seed)
+    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
+    return a, b
+
+
 def _minhash_matrix(grams: U64, offsets: I64, num_perm: int, seed: int) -> U32:
     """MinHash signatures of all texts, shape (texts, num_perm), dtype uint32.
 
@@ -863,9 +880,9 @@ def _minhash_matrix(grams: U64, offsets: I64, num_perm: int, seed: int) -> U32:
     """
     import numpy as np
 
-    a, b = _datasketch().MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
-    a_col = np.asarray(a, dtype=np.uint32)[:, None]
-    b_col = np.asarray(b, dtype=np.uint32)[:, None]
+    a, b = _permutations(num_perm, seed)
+    a_col = a[:, None]
+    b_col = b[:, None]
     n = len(offsets) - 1
     total = int(offsets[-1])
     # Permutations x texts: the per-text minimum is then a reduction over contiguous memory.
@@ -897,48 +914,88 @@ def _minhash_matrix(grams: U64, offsets: I64, num_perm: int, seed: int) -> U32:
     return out.T
 
 
-def _band_partners(
+def _band_groups(
     signatures: U32, bands: int, rows: int
-) -> tuple[list[int], list[bool], list[bool]]:
-    """The texts whose signature equals another text's in at least one LSH band.
+) -> tuple[list[int], list[bool], list[bool], list[list[int]]]:
+    """The texts whose signature equals another text's in at least one LSH band, and the
+    bands they share.
 
-    Returns ``(texts, older, newer)``: ``texts`` in increasing order; ``older[k]`` is true
-    when some text before ``texts[k]`` shares a band with it, ``newer[k]`` when some text
-    after it does. ``MinHashLSH.query`` returns exactly the indexed keys that share a band with
-    the query, so a text with no newer partner gets nothing from a query of the newer
-    survivors, and one with no older partner is returned by no later query. A superset is
-    harmless (a band is first folded to 64 bits, so a rare fold collision only costs one
-    more query or insertion).
+    Returns ``(texts, older, newer, groups)``: ``texts`` in increasing order; ``older[k]``
+    is true when some text before ``texts[k]`` shares a band with it, ``newer[k]`` when some
+    text after it does; ``groups[k]`` names each band ``texts[k]`` shares, as the id of the
+    group of texts with the same values in that band (ids are distinct across bands).
+    ``MinHashLSH.query`` returns exactly the indexed keys that share a band with the query
+    (a band is keyed by its ``rows`` values), so its candidates are the texts indexed under
+    one of the query's groups (:class:`_BandIndex`); a text with no newer partner gets
+    nothing from a query of the newer survivors, and one with no older partner is returned
+    by no later query. A group is a run of equal rows of the band (:func:`_equal_runs`).
     """
     import numpy as np
 
     n = len(signatures)
     if n < 2:
-        return [], [], []
+        return [], [], [], []
     older = np.zeros(n, dtype=bool)
     newer = np.zeros(n, dtype=bool)
+    members: list[I64] = []  # per band: the texts that share it, and their group ids
+    ids: list[I64] = []
+    next_id = 0
     for band in range(bands):
-        cols = signatures[:, band * rows : (band + 1) * rows].astype(np.uint64)
-        key = cols[:, 0].copy()
-        for r in range(1, rows):
-            key *= np.uint64(_POLY)
-            key += cols[:, r]
-        order = np.argsort(key)  # not stable (5x faster on 64-bit keys): see lo and hi
-        ordered = key[order]
-        starts = np.empty(n, dtype=bool)
-        starts[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+        order, starts = _equal_runs(signatures[:, band * rows : (band + 1) * rows])
         if starts.all():
             continue
-        # Runs of equal keys: the oldest (lo) and newest (hi) text of each text's run.
         first = np.flatnonzero(starts)
         run = np.cumsum(starts) - 1
+        size = np.diff(first, append=n)[run]
+        # Runs of equal rows: the oldest (lo) and newest (hi) text of each text's run.
         lo = np.minimum.reduceat(order, first)[run]
         hi = np.maximum.reduceat(order, first)[run]
         older[order[order > lo]] = True
         newer[order[order < hi]] = True
+        shared = size > 1
+        members.append(order[shared])
+        ids.append(run[shared] + next_id)
+        next_id += len(first)
     texts = np.flatnonzero(older | newer)
-    return texts.tolist(), older[texts].tolist(), newer[texts].tolist()
+    if not members:
+        return [], [], [], []
+    text_of = np.concatenate(members)
+    group_of = np.concatenate(ids)
+    by_text = np.argsort(text_of, kind="stable")
+    counts = np.bincount(text_of, minlength=n)[texts]
+    cuts = np.cumsum(counts).tolist()
+    flat = group_of[by_text].tolist()
+    groups = [flat[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+    return texts.tolist(), older[texts].tolist(), newer[texts].tolist(), groups
+
+
+def _equal_runs(cols: U32) -> tuple[I64, NDArray[np.bool_]]:
+    """``(order, starts)``: an order of the rows of ``cols`` in which equal rows are
+    adjacent, and where each run of equal rows starts (``starts[0]`` is true).
+
+    The rows are sorted by one 64-bit fold of their values (``argsort``, several times
+    faster than sorting by the values themselves), then checked: if two different rows
+    fold alike (so a run may hold both, or be split), they are sorted by the values
+    (``lexsort``) instead.
+    """
+    import numpy as np
+
+    key = cols[:, 0].astype(np.uint64)
+    for r in range(1, cols.shape[1]):
+        key *= np.uint64(_POLY)
+        key += cols[:, r]
+    order = np.argsort(key)
+    ordered = key[order]
+    starts = np.empty(len(order), dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    if not starts.all():
+        rows = cols[order]
+        if not (rows == rows[np.flatnonzero(starts)][np.cumsum(starts) - 1]).all():
+            order = np.lexsort(cols.T[::-1])  # by the first value, then the next, ...
+            rows = cols[order]
+            np.any(rows[1:] != rows[:-1], axis=1, out=starts[1:])
+    return order, starts
 
 
 def _near_lsh(
@@ -949,26 +1006,26 @@ def _near_lsh(
     Texts that share no band with any other text are LSH singletons: they survive without a
     query and are not indexed (no query could return them). Likewise a text that shares
     bands only with older texts skips its query, and one that shares bands only with newer
-    texts is not indexed (see :func:`_band_partners`). Once the signatures are known, only the
-    shingle sets and signatures of texts sharing a band are kept. The index is
-    :class:`_BandIndex` (datasketch ``MinHashLSH``'s candidates).
+    texts is not indexed; the others are indexed and queried under the bands they share
+    only (see :func:`_band_groups`). Once the signatures are known, only the shingle sets
+    of texts sharing a band are kept. The index is :class:`_BandIndex` (datasketch
+    ``MinHashLSH``'s candidates).
     """
     assert sets.grams is not None
     signatures = _minhash_matrix(sets.grams, sets.offsets, num_perm, MINHASH_SEED)
     bands, rows = _lsh_params(lsh_threshold, num_perm)
-    sharing, older, newer = _band_partners(signatures, bands, rows)
-    signatures = signatures[sharing]  # row k: the signature of text sharing[k]
+    sharing, older, newer, groups = _band_groups(signatures, bands, rows)
+    del signatures
     sets.keep_only(sharing)
-    index = _BandIndex(bands, rows)
+    index = _BandIndex()
     target: dict[int, tuple[int, float]] = {}
     for k in range(len(sharing) - 1, -1, -1):
         i = sharing[k]
-        keys = index.keys(signatures[k])
-        candidates = index.query(keys) if newer[k] else []
+        candidates = index.query(groups[k]) if newer[k] else []
         hit = _best_match(i, candidates, sets, threshold)
         if hit is None:
             if older[k]:
-                index.insert(i, keys)
+                index.insert(i, groups[k])
         else:
             target[i] = hit
             sets.forget(i)
@@ -976,38 +1033,34 @@ def _near_lsh(
 
 
 class _BandIndex:
-    """The LSH index of datasketch ``MinHashLSH(params=(bands, rows))``, one dict per band.
+    """The LSH index of datasketch ``MinHashLSH(params=(bands, rows))``, by band group.
 
-    A band's key is the bytes of its ``rows`` signature values (``MinHashLSH`` keys a band
-    by the same values, byte-swapped), and :meth:`query` returns every inserted text with
-    an equal key in some band, as ``MinHashLSH.query`` does (a test checks both on the same
-    signatures). Same candidates, without its per-call overhead: its query and insert took
-    0.3 s of the 1.0 s of :func:`find_duplicates` under the profiler on the 32 MB bench
-    session.
+    A text is indexed under the groups of the bands it shares with other texts
+    (:func:`_band_groups`: a group is one band's values, which ``MinHashLSH`` keys the band
+    by), and :meth:`query` returns every inserted text in one of the given groups, as
+    ``MinHashLSH.query`` returns every inserted text with equal values in some band (a test
+    checks both on the same signatures). Same candidates, without its per-call overhead nor
+    a key per band: its query and insert took 0.3 s of the 1.0 s of :func:`find_duplicates`
+    under the profiler on the 32 MB bench session.
     """
 
-    def __init__(self, bands: int, rows: int) -> None:
-        self.spans = [(b * rows, (b + 1) * rows) for b in range(bands)]
-        self.tables: list[dict[bytes, list[int]]] = [{} for _ in range(bands)]
+    def __init__(self) -> None:
+        self.texts: dict[int, list[int]] = {}
 
-    def keys(self, signature: U32) -> list[bytes]:
-        """The band keys of one signature (``num_perm`` values)."""
-        return [signature[start:end].tobytes() for start, end in self.spans]
-
-    def query(self, keys: list[bytes]) -> list[int]:
-        """The inserted texts that share a band key with ``keys``, sorted."""
+    def query(self, groups: list[int]) -> list[int]:
+        """The inserted texts in one of ``groups``, sorted."""
         found: set[int] = set()
-        for key, table in zip(keys, self.tables, strict=True):
-            bucket = table.get(key)
+        for group in groups:
+            bucket = self.texts.get(group)
             if bucket is not None:
                 found.update(bucket)
         return sorted(found)
 
-    def insert(self, text: int, keys: list[bytes]) -> None:
-        """Index ``text`` under its band keys."""
-        for key, table in zip(keys, self.tables, strict=True):
-            bucket = table.get(key)
+    def insert(self, text: int, groups: list[int]) -> None:
+        """Index ``text`` under its ``groups``."""
+        for group in groups:
+            bucket = self.texts.get(group)
             if bucket is None:
-                table[key] = [text]
+                self.texts[group] = [text]
             else:
                 bucket.append(text)

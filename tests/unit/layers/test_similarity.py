@@ -188,6 +188,10 @@ def test_shingles_match_reference_on_long_words_and_many_texts() -> None:
 def test_minhash_signatures_equal_datasketch() -> None:
     from datasketch import MinHash  # type: ignore[import-untyped, unused-ignore]
 
+    for num_perm, seed in ((128, similarity.MINHASH_SEED), (64, 7), (2, 0)):
+        a, b = similarity._permutations(num_perm, seed)
+        ref_a, ref_b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
+        assert (a.tolist(), b.tolist()) == (ref_a.tolist(), ref_b.tolist())
     texts = [normalize(t) for t in ("a b c d e", "one", "x y z " * 40, "中文文本压缩")]
     grams, offsets = similarity._shingle_arrays(texts)
     signatures = similarity._minhash_matrix(grams, offsets, 64, similarity.MINHASH_SEED)
@@ -216,12 +220,37 @@ def test_band_partners_are_exactly_the_lsh_candidates() -> None:
     for i, sketch in enumerate(sketches):
         lsh.insert(i, sketch)
     found = {i: set(lsh.query(s)) - {i} for i, s in enumerate(sketches)}
-    sharing, older, newer = similarity._band_partners(sig, 32, 4)
+    sharing, older, newer, groups = similarity._band_groups(sig, 32, 4)
     assert sharing == sorted(i for i, js in found.items() if js)
     assert older == [any(j < i for j in found[i]) for i in sharing]
     assert newer == [any(j > i for j in found[i]) for i in sharing]
     assert 0 < len(sharing) < len(texts)
     assert not all(older) and not all(newer)
+    # two texts share a group exactly when MinHashLSH proposes one for the other
+    shared = {i: set(g) for i, g in zip(sharing, groups, strict=True)}
+    assert all(len(g) == len(set(g)) for g in groups)
+    for i in sharing:
+        assert {j for j in sharing if j != i and shared[i] & shared[j]} == found[i]
+
+
+@pytest.mark.parametrize("fold", ["real", "colliding"])
+def test_equal_runs_are_the_groups_of_equal_rows(
+    fold: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    rows = np.random.default_rng(3).integers(0, 3, size=(300, 4)).astype(np.uint32)
+    if fold == "colliding":  # every row folds to its last value: different rows fold alike
+        monkeypatch.setattr(similarity, "_POLY", 0)
+    order, starts = similarity._equal_runs(rows)
+    assert sorted(order.tolist()) == list(range(len(rows)))
+    cuts = [*np.flatnonzero(starts).tolist(), len(rows)]
+    runs = [order[a:b].tolist() for a, b in zip(cuts, cuts[1:], strict=False)]
+    want: dict[tuple[int, ...], list[int]] = {}
+    for i, row in enumerate(rows.tolist()):
+        want.setdefault(tuple(row), []).append(i)
+    assert sorted(map(sorted, runs)) == sorted(want.values())
+    assert len(runs) < len(rows)  # some rows are equal
 
 
 def test_band_index_returns_what_minhashlsh_returns() -> None:
@@ -234,11 +263,13 @@ def test_band_index_returns_what_minhashlsh_returns() -> None:
     grams, offsets = similarity._shingle_arrays(texts)
     sig = similarity._minhash_matrix(grams, offsets, 128, similarity.MINHASH_SEED)
     lsh = MinHashLSH(num_perm=128, params=(32, 4))
-    index = similarity._BandIndex(32, 4)
+    sharing, _, _, groups = similarity._band_groups(sig, 32, 4)
+    group_of = dict(zip(sharing, groups, strict=True))
+    index = similarity._BandIndex()
     proposed = 0
     for i in range(len(texts) - 1, -1, -1):
         sketch = LeanMinHash(seed=1, hashvalues=sig[i], scheme="affine32")
-        keys = index.keys(sig[i])
+        keys = group_of.get(i, [])  # a text that shares no band is in no group
         assert index.query(keys) == sorted(lsh.query(sketch))
         proposed += len(index.query(keys))
         if i % 3:  # not every text is indexed (the survivors only)
