@@ -83,7 +83,11 @@ def read_transcript(
             )
         except READ_ERRORS as exc:
             raise read_error(exc, path) from None
-        return to_canonical_events(path, fmt, doc, events)
+        read = to_canonical_events(path, fmt, doc, events)
+        # a foreign format's source records go before the collector runs again, not after
+        # its first collection walked them
+        del doc, events
+    return read
 
 
 _T = TypeVar("_T")
