@@ -205,7 +205,8 @@ def compare(mb: float = 32.0, seed: int = 1) -> list[PeerResult]:
                     shutil.copyfile(session, copy)
                 took, code, out = _timed(argv, tool_env)
                 seconds[name].append(took)
-                done[name] = (code, out)
+                if code or name not in done:  # a failed round is kept, not a later success
+                    done[name] = (code, out)
         for name, _argv, _env, out_path in tools:
             code, out = done[name]
             result = PeerResult(name, statistics.median(seconds[name]), code,

@@ -493,8 +493,6 @@ def child_largest(path: str, encoding: str) -> None:
     (``time.process_time``): both run on one thread from the page cache, so the time
     another process holds the core is charged to neither. tiktoken and exact ``inspect``
     keep wall seconds (the exact count may use more than one thread)."""
-    import statistics
-
     from compactctl.app.inspect import InspectOptions, inspect_path
 
     def paired(a: Any, b: Any, rounds: int, clock: Any) -> tuple[float, float]:

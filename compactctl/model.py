@@ -521,7 +521,7 @@ def next_turn(data: Mapping[str, Any], turn: int) -> int:
     """
     recorded = data.get("turnId")
     if recorded.__class__ is int:  # bool is a subclass of int, not int itself
-        return int(recorded)
+        return recorded  # type: ignore[no-any-return]
     return turn + 1 if is_real_user(data) else turn
 
 

@@ -316,9 +316,9 @@ class TokenCounter:
         self._cache: dict[str, int] = {}
         self._enc: Any = None
         self._lines: LineCounts | None = None  # the encoding, with its line blocks' counts
-        self._enc_lock = threading.Lock()  # the encoding is loaded once, by one thread
+        self._enc_lock = threading.Lock()  # _enc and _lines are loaded once, by one thread
         self._prefetch: threading.Thread | None = None
-        self._queue: _CountQueue | None = None  # set by prefetch: the counting threads
+        self._queue: _CountQueue | None = None  # the counting threads (_count_queue)
         # the image-token rule of the session's provider (compactctl.media): set by whoever
         # knows the model (Session, inspect); None counts images by the "anthropic" rule
         self.media_rule: MediaRule | None = None

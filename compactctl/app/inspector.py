@@ -288,7 +288,7 @@ class InspectAccumulator:
                 if not isinstance(role, str):
                     role = ""
                 tid = data.get("turnId")  # the turn id, as jsonl.assign_turns gives it
-                if tid.__class__ is int or (isinstance(tid, int) and not isinstance(tid, bool)):
+                if tid.__class__ is int:  # as model.next_turn: bool is not int itself
                     turn = tid
                 elif role == "user" and is_real_user(data):
                     turn += 1

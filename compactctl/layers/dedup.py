@@ -82,8 +82,7 @@ def _candidates(view: View, scope: str) -> list[tuple[str, str]]:
         uid = m.uuid
         if not uid or counts[uid] != 1:
             continue
-        data = m.data
-        if data.get("pinned") is True or "summaryOf" in data:
+        if m.pinned or "summaryOf" in m.data:
             continue
         role = m.role
         if role == "tool" and tools:

@@ -956,9 +956,9 @@ def _band_groups(
         members.append(order[shared])
         ids.append(run[shared] + next_id)
         next_id += len(first)
-    texts = np.flatnonzero(older | newer)
     if not members:
         return [], [], [], []
+    texts = np.flatnonzero(older | newer)
     text_of = np.concatenate(members)
     group_of = np.concatenate(ids)
     by_text = np.argsort(text_of, kind="stable")

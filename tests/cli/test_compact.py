@@ -91,6 +91,7 @@ def test_stdin_to_stdout_keeps_raw_bytes_and_materialize(tmp_path: Path):
     extra = r.stdout[len(original) :].splitlines()
     assert [orjson.loads(x)["type"] for x in extra] == ["compact", "summary"]
     r = run_cli("compact", "--force", "--materialize", "--as", "openai", "-", input=original)
+    assert r.returncode == 0, r.stderr
     assert r.stderr.startswith(b"-: applied micro compaction")  # stdin to stdout: not appended
     msgs = [orjson.loads(x) for x in r.stdout.splitlines()]
     assert msgs[0]["role"] == "system"

@@ -252,9 +252,9 @@ def test_every_command_is_up_to_date_on_the_second_night(
     assert nights[1][1] == nights[0][1]
 
 
-def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> None:
-    """``-o FILE`` takes one transcript: counted after --older-than/--glob, not before (a
-    folder of two sessions, one of them live, goes to one output file)."""
+def _old_and_live(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder of two sessions: ``old.jsonl`` last written 5 hours ago, ``live.jsonl``
+    now. Returns ``(folder, old)``."""
     folder = tmp_path / "in"
     folder.mkdir()
     old = folder / "old.jsonl"
@@ -262,6 +262,13 @@ def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> N
     (folder / "live.jsonl").write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
     hours_ago = time.time() - 5 * 3600
     os.utime(old, (hours_ago, hours_ago))
+    return folder, old
+
+
+def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> None:
+    """``-o FILE`` takes one transcript: counted after --older-than/--glob, not before (a
+    folder of two sessions, one of them live, goes to one output file)."""
+    folder, old = _old_and_live(tmp_path)
     out = tmp_path / "out.jsonl"
     r = run_cli("compact", "--force", "--older-than", "2h", "-o", str(out), str(folder))
     assert r.returncode == 0, r.stderr
@@ -273,13 +280,7 @@ def test_one_output_file_counts_the_inputs_the_filters_keep(tmp_path: Path) -> N
 def test_convert_and_undo_count_the_inputs_the_filters_keep(tmp_path: Path) -> None:
     """``convert`` to stdout and ``undo --event`` take one transcript: counted after the
     filters, as ``-o FILE`` is (a folder with one old session and one live one)."""
-    folder = tmp_path / "in"
-    folder.mkdir()
-    old = folder / "old.jsonl"
-    old.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
-    (folder / "live.jsonl").write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
-    hours_ago = time.time() - 5 * 3600
-    os.utime(old, (hours_ago, hours_ago))
+    folder, old = _old_and_live(tmp_path)
     r = run_cli("convert", "--older-than", "2h", str(folder))
     assert r.returncode == 0, r.stderr
     assert r.stdout == old.read_bytes()  # canonical already: converted as it is

@@ -35,6 +35,8 @@ def _tiktoken_reference(name: str):
     import tiktoken
     from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
 
+    tokens.ensure_offline_encodings()  # offline: litellm's copies (a test may run alone)
+
     return tiktoken.Encoding(**ENCODING_CONSTRUCTORS[name]())
 
 
@@ -199,9 +201,10 @@ def test_a_prefetch_error_is_raised_by_the_callers_own_count(monkeypatch: pytest
         counter.count_many(["a text"])
 
 
-def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
-    monkeypatch: pytest.MonkeyPatch,
-):
+@pytest.fixture
+def no_counting_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small batches, two counting threads wanted, and none can be started (a process
+    limit): ``Thread.start`` refuses the counting threads."""
     monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
     monkeypatch.setattr(tokens, "count_threads", lambda: 2)
     real_start = threading.Thread.start
@@ -212,6 +215,10 @@ def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
         real_start(thread)
 
     monkeypatch.setattr(threading.Thread, "start", start)
+
+
+@pytest.mark.usefixtures("no_counting_threads")
+def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them():
     texts = [f"{t} #{i} " * (i % 40 + 1) for i in range(400) for t in TEXTS[i % 4 : i % 4 + 1]]
     prefetched, needed = texts[::2], texts[1::2]
     assert sum(map(len, needed)) > tokens.THREADED_MIN_CHARS  # queued, not counted inline
@@ -225,19 +232,10 @@ def test_without_counting_threads_the_texts_are_counted_by_whoever_queued_them(
     assert counter.count_many(needed) == [len(ref.encode_ordinary(t)) for t in needed]
 
 
-def test_a_caller_counting_alone_counts_only_its_own_batches(monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.usefixtures("no_counting_threads")
+def test_a_caller_counting_alone_counts_only_its_own_batches():
     """No counting thread can be started: the caller counts its texts, not a prefetch's
     batches still queued (they stay queued for whoever needs them)."""
-    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
-    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
-    real_start = threading.Thread.start
-
-    def start(thread: threading.Thread) -> None:
-        if thread.name == "compactctl-count":
-            raise RuntimeError("can't start new thread")
-        real_start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", start)
     counter = tokens.TokenCounter("cl100k_base")
     counter.load()
     queue = counter._count_queue()

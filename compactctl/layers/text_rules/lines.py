@@ -88,11 +88,11 @@ def collapse_whitespace(text: str) -> str:
         return _collapse_without_cr(text)
     lines, trailing = split_lines(text)
     stripped = list(map(str.rstrip, lines, repeat(_TRAILING_BLANKS)))
-    if "\r" in text:  # a CRLF line ending stays a CRLF line ending
-        stripped = [
-            new + "\r" if new is not line and "\r" in line[len(new) :] else new
-            for new, line in zip(stripped, lines, strict=True)
-        ]
+    # a CRLF line ending stays a CRLF line ending (text without "\r" returned above)
+    stripped = [
+        new + "\r" if new is not line and "\r" in line[len(new) :] else new
+        for new, line in zip(stripped, lines, strict=True)
+    ]
     blank = ("", "\r")
     # a line stays unless it and the one before it (as stripped) are both blank
     out = [

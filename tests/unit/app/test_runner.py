@@ -26,6 +26,14 @@ def _stamp(path: str) -> dict[str, Any]:
     return {"path": path, "started": t, "size": os.path.getsize(path)}
 
 
+def _pooled(paths: list[str], worker: Any) -> list[dict[str, Any]]:
+    """``worker`` over ``paths`` through ``run_files`` on a 2-process pool, in order."""
+    scope = runner.RunScope(jobs=2, quiet=True)
+    settings = Settings({}, "inspect", environ={})
+    return list(runner.run_files(paths, worker, scope=scope, settings=settings,
+                                 report=Report(), desc="test"))  # fmt: skip
+
+
 def _pool_share(path: str) -> dict[str, Any]:
     """A worker (module level, so the pool can pickle it): the cores share it was given."""
     from compactctl import tokens
@@ -40,16 +48,7 @@ def test_pool_workers_are_told_how_many_share_the_cores(tmp_path: Path) -> None:
     for i in range(4):
         (tmp_path / f"f{i}.jsonl").write_bytes(b"x")
         paths.append(str(tmp_path / f"f{i}.jsonl"))
-    results = list(
-        runner.run_files(
-            paths,
-            _pool_share,
-            scope=runner.RunScope(jobs=2, quiet=True),
-            settings=Settings({}, "inspect", environ={}),
-            report=Report(),
-            desc="test",
-        )
-    )
+    results = _pooled(paths, _pool_share)
     assert [r["workers"] for r in results] == [2, 2, 2, 2]
     assert _pool_share(paths[0])["workers"] == 1  # this process is not in a pool
 
@@ -62,17 +61,7 @@ def test_results_in_input_order_and_each_window_largest_first(tmp_path: Path) ->
         p = tmp_path / f"f{i:03d}.jsonl"
         p.write_bytes(b"x" * size)
         paths.append(str(p))
-    report = Report()
-    results = list(
-        runner.run_files(
-            paths,
-            _stamp,
-            scope=runner.RunScope(jobs=2, quiet=True),
-            settings=Settings({}, "inspect", environ={}),
-            report=report,
-            desc="test",
-        )
-    )
+    results = _pooled(paths, _stamp)
     assert [r["path"] for r in results] == paths
     by_start = sorted(results, key=lambda r: r["started"])
     # the pool starts the first window's files largest first: its two largest go first
