@@ -30,6 +30,8 @@ millisecond: only :mod:`re`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 __all__ = [
     "ANSI_RE",
@@ -48,6 +50,7 @@ __all__ = [
     "clip",
     "constraint_re",
     "folds_to_ascii",
+    "string_leaves",
 ]
 
 #: The one-character ellipsis that marks text left out.
@@ -347,3 +350,20 @@ CODEX_INJECTED = (
     "<user_shell_command>",
     "<turn_aborted>",
 )
+
+
+def string_leaves(value: Any) -> Iterator[str]:
+    """The string leaves of a JSON value (object values and list items, depth first), in
+    order; numbers, booleans and ``null`` are not strings and are skipped.
+
+    >>> list(string_leaves({"a": "x", "b": [1, "y", {"c": "z"}], "d": None}))
+    ['x', 'y', 'z']
+    """
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from string_leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from string_leaves(v)

@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import heapq
@@ -37,17 +38,19 @@ import importlib.util
 import itertools
 import os
 import re
+import stat
 import sys
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from compactctl.media import MediaRule, media_tokens
-from compactctl.text import CJK_LETTERS
+from compactctl.text import CJK_LETTERS, string_leaves
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -369,7 +372,7 @@ class TokenCounter:
         if not self.is_estimate:
             self._measure()
 
-    def prefetch(self, texts: Callable[[], Iterable[str]]) -> None:
+    def prefetch(self, texts: Callable[[], Iterable[str]], *, child: bool = False) -> None:
         """Count ``texts()`` in the background while the caller goes on (nothing for
         ``"estimate"``, or while a prefetch is still being queued).
 
@@ -387,13 +390,27 @@ class TokenCounter:
         (an encoding unavailable offline) is dropped there: the caller's own count raises
         it.
 
+        With ``child``, and two cores for this process (:func:`count_threads`), the queued
+        texts are counted by a child process instead (:class:`_CountProcess`, started
+        now): threads of this process only get the GIL back between two texts, and a
+        caller busy with regexes holds it for milliseconds at a time, so they count little
+        while the layers run (on the 32 MB bench session 0.2-0.3M of 9.6M characters by
+        the time the rules needed theirs). A caller waiting in :meth:`count_many` then
+        counts its own queued texts on its thread meanwhile. The counts are the same: the
+        child counts with the same :class:`LineCounts`. It pays off only for many texts
+        (the child takes 0.2-0.4 s to start: ``compact --layers`` asks for it from
+        :data:`COUNT_PROCESS_MIN_BYTES`).
+
         Args:
             texts: returns the texts (called on the background thread, so building them
                 overlaps too; it must only read objects nobody changes meanwhile).
+            child: count them in a child process (see above).
         """
         if self.is_estimate or (self._prefetch is not None and self._prefetch.is_alive()):
             return
-        self._count_queue()
+        queue = self._count_queue()
+        if child and count_threads() >= 2:
+            queue.start_process()
 
         def run() -> None:
             try:
@@ -484,7 +501,9 @@ class _CountQueue:
     priority (then of submission), counted into the counter's cache by
     :func:`count_threads` daemon threads, started when there is work and ended when the
     queue is empty (none is left behind). When no thread can be started (a process limit),
-    whoever submits counts, until its own batches are done."""
+    whoever submits counts, until its own batches are done. After :meth:`start_process`,
+    the batches go to a child process instead (:class:`_CountProcess`), and a caller
+    waiting for its batches counts them too, from the last one back."""
 
     def __init__(self, cache: dict[str, int]) -> None:
         self._cache = cache
@@ -492,9 +511,34 @@ class _CountQueue:
         self._heap: list[tuple[int, int, LineCounts, list[str], Future[None]]] = []
         self._seq = itertools.count()
         self._workers = 0
+        self._process: _CountProcess | None = None
+
+    def start_process(self) -> None:
+        """Count from now on in a child process (:class:`_CountProcess`): the one
+        :func:`warm_counting` started on this thread, else a new one; if none can be
+        started, on threads as before."""
+        with self._lock:
+            if self._process is not None:
+                return
+            process, _WARM.process = _WARM.process, None
+            if process is None:
+                try:
+                    process = _CountProcess()
+                except OSError:  # no interpreter to start: count on threads
+                    return
+            process.adopt(self._cache)
+            self._process = process
+            # the child ends when its stdin closes: when this queue is collected
+            weakref.finalize(self, process.close)
 
     def submit(self, measure: LineCounts, texts: list[str], priority: int) -> list[Future[None]]:
         """Queue ``texts`` in batches of about :data:`BATCH_CHARS`; one future per batch."""
+        process = self._process
+        if process is not None:
+            batches = [_Batch(measure, batch) for batch in _batches(texts)]
+            if not all([process.send(b, priority) for b in batches]):
+                self._process = None  # the child is gone: counted here, as without it
+            return [*batches]
         from concurrent.futures import Future
 
         futures: list[Future[None]] = []
@@ -518,30 +562,364 @@ class _CountQueue:
             self._work(until=futures)
         return futures
 
-    @staticmethod
-    def wait(futures: list[Future[None]]) -> None:
-        """Wait for ``futures``; raise the first error a batch met."""
+    def wait(self, futures: list[Future[None]]) -> None:
+        """Wait for ``futures``; raise the first error a batch met. Batches a child
+        process counts (:class:`_Batch`) are counted here too meanwhile, from the last one
+        back, while the child goes from the first one on (the caller's core is idle
+        otherwise); a batch is settled by whoever finishes it first, with the same counts."""
+        for future in reversed(futures):
+            if isinstance(future, _Batch) and not future.done():
+                _count_batch(self._cache, future.measure, future.texts, future)
         for future in futures:
             future.result()
 
     def _work(self, until: list[Future[None]] | None = None) -> None:
         """Count queued batches, the most urgent first, until the queue is empty (or, for
         a caller counting alone, until the batches of ``until`` are done)."""
-        cache = self._cache
         while True:
             with self._lock:
                 if not self._heap or (until and all(f.done() for f in until)):
                     self._workers -= 1
                     return
                 _, _, measure, batch, future = heapq.heappop(self._heap)
+            _count_batch(self._cache, measure, batch, future)
+
+
+def _count_batch(
+    cache: dict[str, int], measure: LineCounts, batch: list[str], future: Future[None]
+) -> None:
+    """Count the uncached texts of ``batch`` into ``cache``, then settle ``future`` (with
+    the error met, if any: the caller waiting for it raises it), unless it was meanwhile."""
+    from concurrent.futures import InvalidStateError
+
+    try:
+        for t in batch:
+            if t not in cache:  # counted meanwhile (a prefetch's and a caller's)
+                cache[t] = measure(t)
+    except BaseException as exc:
+        with contextlib.suppress(InvalidStateError):
+            future.set_exception(exc)
+    else:
+        with contextlib.suppress(InvalidStateError):
+            future.set_result(None)
+
+
+def _batch_class() -> type:
+    from concurrent.futures import Future
+
+    class _Batch(Future):  # type: ignore[type-arg]
+        """A batch of texts to count, and the future of its counts."""
+
+        def __init__(self, measure: LineCounts, texts: list[str]) -> None:
+            super().__init__()
+            self.measure = measure
+            self.texts = texts
+
+    return _Batch
+
+
+if TYPE_CHECKING:
+
+    class _Batch(Future[None]):
+        measure: LineCounts
+        texts: list[str]
+
+        def __init__(self, measure: LineCounts, texts: list[str]) -> None: ...
+
+else:
+    _Batch = _batch_class()
+
+
+class _CountProcess:
+    """A child Python process that counts batches of texts for a :class:`_CountQueue`,
+    with a GIL of its own (:meth:`TokenCounter.prefetch` says why).
+
+    The child (:func:`_count_child`) loads the encoding and counts each text with
+    :class:`LineCounts`, as this process would. Batches are written to it as they are
+    submitted (by a writer thread, through a pipe of :data:`PIPE_BYTES`) and queued there
+    by priority, so the child always has work and picks the most urgent: no thread of
+    this process needs the GIL for it to go on. A reader thread files the answers into the
+    cache. If the child fails or ends (a crash, a short answer), the batches not answered
+    are counted here, and :meth:`send` says it is gone: a count is never lost or guessed.
+
+    Wire format (native byte order, unsigned 32-bit): a batch is its id, its priority,
+    ``n``, the total UTF-8 bytes, the length of its encoding's name, ``n`` byte lengths,
+    the name, then the texts' UTF-8 (lone surrogates passed through, so the child decodes
+    the very same string); the answer is the id, ``n``, then ``n`` counts (a text of
+    :data:`CHUNK_CHARS` or fewer characters has fewer than 2**32 tokens). Each batch
+    names its encoding, so a child warmed with another one still counts it right.
+
+    Args:
+        warm: a transcript whose texts the child counts ahead, until the first batch
+            comes (:func:`warm_counting`), or ``None``.
+        encoding: the encoding to count them with (``None``: that of the first model the
+            file names, :func:`_sniffed_encoding`).
+
+    Raises:
+        OSError: the child cannot be started.
+    """
+
+    def __init__(self, warm: str | None = None, encoding: str | None = None) -> None:
+        import queue
+        import subprocess
+
+        root = str(Path(__file__).resolve().parent.parent)  # where compactctl is imported from
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); import compactctl.tokens as t; "
+            "t._count_child(*sys.argv[2:])"
+        )
+        warming = [warm, encoding or ""] if warm else []
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", code, root, *warming],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self._proc.stdin is not None
+        with contextlib.suppress(OSError, AttributeError):  # Linux: a larger pipe
+            import fcntl
+
+            fcntl.fcntl(self._proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self._cache: dict[str, int] = {}
+        self._sent: dict[int, _Batch] = {}
+        self._ids = itertools.count()
+        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._gone = False
+        for target in (self._write, self._receive):
+            threading.Thread(target=target, name="compactctl-count-pipe", daemon=True).start()
+
+    def adopt(self, cache: dict[str, int]) -> None:
+        """File the answers into ``cache`` (the counter's), before any batch is sent."""
+        self._cache = cache
+
+    def send(self, batch: _Batch, priority: int) -> bool:
+        """Queue ``batch`` for the child (its uncached texts; ``priority`` as
+        :class:`_CountQueue`'s); ``False`` if the child is gone (then it is counted here,
+        now)."""
+        from array import array
+
+        cache = self._cache
+        texts = batch.texts = [t for t in batch.texts if t not in cache]
+        data = [t.encode("utf-8", "surrogatepass") for t in texts]
+        sizes = array("I", map(len, data))
+        name = batch.measure.name.encode()
+        with self._lock:
+            gone = self._gone
+            if not gone:
+                key = next(self._ids)
+                self._sent[key] = batch
+                head = array("I", (key, priority, len(data), sum(sizes), len(name)))
+                self._frames.put(b"".join([head.tobytes(), sizes.tobytes(), name, *data]))
+        if gone:
+            _count_batch(cache, batch.measure, texts, batch)
+        return not gone
+
+    def _write(self) -> None:
+        """Write the queued batches to the child, in order."""
+        assert self._proc.stdin is not None
+        write = self._proc.stdin.write
+        try:
+            while (frame := self._frames.get()) is not None:
+                write(frame)
+                self._proc.stdin.flush()
+        except (OSError, ValueError):  # the child is gone: the reader counts what was sent
+            pass
+        with contextlib.suppress(OSError):
+            self._proc.stdin.close()  # the child ends
+
+    def _receive(self) -> None:
+        """File the child's answers; when it ends or answers wrongly, count here what it
+        had not answered."""
+        from array import array
+        from concurrent.futures import InvalidStateError
+
+        assert self._proc.stdout is not None
+        read = self._proc.stdout.read
+        batch: _Batch | None = None
+        while len(head := read(8)) == 8:
+            key, n = array("I", head)
+            body = read(4 * n)
+            with self._lock:
+                batch = self._sent.pop(key, None)
+            if batch is None or len(body) < 4 * n or len(batch.texts) != n:
+                break
+            self._cache.update(zip(batch.texts, array("I", body), strict=True))
+            with contextlib.suppress(InvalidStateError):  # counted meanwhile by the caller
+                batch.set_result(None)
+            batch = None
+        with self._lock:
+            self._gone = True
+            left = list(self._sent.values())
+            self._sent.clear()
+        if batch is not None and not batch.done():
+            left.append(batch)
+        for batch in left:
+            _count_batch(self._cache, batch.measure, batch.texts, batch)
+        self.close()
+
+    def close(self) -> None:
+        """Close the child's input once what is queued is written: the child ends."""
+        self._frames.put(None)
+
+
+PIPE_BYTES = 1 << 20
+"""Bytes (1 MiB, Linux's default maximum for a user) of the pipe to a counting child: the
+child takes in every batch written while it counts, in few reads."""
+
+
+def _count_child(warm: str | None = None, encoding: str = "") -> None:
+    """The loop of a :class:`_CountProcess` child: read the batches from stdin as they
+    come, count the most urgent first and answer on stdout (wire format there), until
+    stdin ends. First, while no batch has come, count the texts of the transcript
+    ``warm`` (:func:`_warm_texts`) with ``encoding`` (empty: :func:`_sniffed_encoding`),
+    so that the batches find their texts and line blocks counted."""
+    import select
+    from array import array
+
+    ensure_offline_encodings()
+    counters: dict[str, Callable[[str], int]] = {}
+
+    def counter(name: str) -> Callable[[str], int]:
+        """The count of encoding ``name``: :class:`LineCounts`, and whole texts kept (for
+        those of one line block, which it does not keep)."""
+        if name not in counters:
+            lines = LineCounts(load_encoding(name), name)
+            counted: dict[str, int] = {}
+
+            def measure(text: str) -> int:
+                n = counted.get(text)
+                if n is None:
+                    n = counted[text] = lines(text)
+                return n
+
+            counters[name] = measure
+        return counters[name]
+
+    fd = sys.stdin.fileno()
+    pending = bytearray()
+    heap: list[tuple[int, int, int, int, bytes]] = []  # (priority, id, n, name, the rest)
+
+    def take(block: bool) -> bool:
+        """Queue the batches that came (waiting for one if ``block``); False at the end."""
+        while select.select([fd], [], [], None if block and not heap else 0)[0]:
+            chunk = os.read(fd, PIPE_BYTES)
+            if not chunk:
+                return False
+            pending.extend(chunk)
+            while len(pending) >= 20:
+                key, priority, n, size, name = array("I", pending[:20])
+                end = 20 + 4 * n + name + size
+                if len(pending) < end:
+                    break
+                heapq.heappush(heap, (priority, key, n, name, bytes(pending[20:end])))
+                del pending[:end]
+        return True
+
+    if warm:
+        with contextlib.suppress(OSError, ValueError):
+            measure = counter(encoding or _sniffed_encoding(warm))
+            chars = 0
+            for text in _warm_texts(warm):
+                if len(text) <= CHUNK_CHARS:
+                    measure(text)
+                    chars += len(text)
+                if chars >= WARM_POLL_CHARS:  # a batch waiting: the warm-up ends
+                    chars = 0
+                    if select.select([fd], [], [], 0)[0]:
+                        break
+    out = sys.stdout.buffer
+    while take(block=True):
+        if not heap:
+            continue
+        _, key, n, name, frame = heapq.heappop(heap)
+        sizes = array("I", frame[: 4 * n])
+        measure = counter(frame[4 * n : 4 * n + name].decode())
+        data = memoryview(frame)[4 * n + name :]
+        counts = array("I", [key, n])
+        start = 0
+        for length in sizes:
+            counts.append(measure(str(data[start : start + length], "utf-8", "surrogatepass")))
+            start += length
+        out.write(counts.tobytes())
+        out.flush()
+
+
+WARM_POLL_CHARS = 1 << 16
+"""Characters (64 Ki) a warming child counts between two looks for a batch (a few ms)."""
+
+
+def _warm_texts(path: str) -> Iterable[str]:
+    """The strings of a JSON-lines transcript, line by line, those of 16 characters or
+    more: the texts its messages are made of (a tool result, an answer, a file read),
+    mostly as the session's payloads hold them. What they count only fills caches: a
+    payload made otherwise is counted when it comes."""
+
+    with open(path, "rb") as fh:
+        for line in fh:
             try:
-                for t in batch:
-                    if t not in cache:  # counted meanwhile (a prefetch's and a caller's)
-                        cache[t] = measure(t)
-            except BaseException as exc:  # the caller waiting for it raises it
-                future.set_exception(exc)
-            else:
-                future.set_result(None)
+                data = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            yield from (s for s in string_leaves(data) if len(s) >= 16)
+
+
+def _sniffed_encoding(path: str) -> str:
+    """The encoding of the first model (``"model": "..."``) named in the first 256 KiB of
+    ``path`` (:func:`encoding_for_model`; none named: its default). A guess for the
+    warm-up only: the batches name their own encoding."""
+    with open(path, "rb") as fh:
+        found = _MODEL_FIELD.search(fh.read(1 << 18))
+    return encoding_for_model(found.group(1).decode("utf-8", "replace") if found else None)
+
+
+class _Warm(threading.local):
+    process: _CountProcess | None = None
+
+
+_WARM = _Warm()
+"""The counting child :func:`warm_counting` started on this thread, till a counter adopts it."""
+
+
+COUNT_PROCESS_MIN_BYTES = 8 << 20
+"""File size (8 MiB) from which ``compact --layers`` counts in a child process
+(:func:`warm_counting`, :meth:`TokenCounter.prefetch` with ``child``): below, starting it
+(0.2-0.4 s) costs about what it saves."""
+
+
+@contextlib.contextmanager
+def warm_counting(path: str, encoding: str | None) -> Iterator[None]:
+    """Start a counting child (:class:`_CountProcess`) for the transcript ``path`` now;
+    it reads the file's texts and counts them while the caller parses it, and a
+    :meth:`TokenCounter.prefetch` with ``child`` inside the block (on this thread) takes
+    it over; it is closed at the end of the block if none did.
+
+    Only for a regular file of :data:`COUNT_PROCESS_MIN_BYTES` or more, exact counts
+    (``encoding`` is not ``"estimate"``), and two cores (:func:`count_threads`). The
+    child reads the file a second time (from the page cache, in its own process): this
+    process still reads and parses it once.
+
+    Args:
+        path: the transcript, or ``-`` (nothing is started).
+        encoding: the ``--encoding`` override, or ``None`` (the child guesses it from the
+            file: :func:`_sniffed_encoding`).
+    """
+    process = None
+    if encoding != "estimate" and path != "-" and count_threads() >= 2:
+        with contextlib.suppress(OSError):
+            st = os.stat(path)  # a regular file only: never a pipe the child would drain
+            if stat.S_ISREG(st.st_mode) and st.st_size >= COUNT_PROCESS_MIN_BYTES:
+                process = _CountProcess(warm=path, encoding=encoding)
+    _WARM.process = process
+    try:
+        yield
+    finally:
+        if _WARM.process is not None:  # not taken over
+            _WARM.process.close()
+        _WARM.process = None
+
+
+_MODEL_FIELD = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
 
 
 THREADED_MIN_CHARS = 1 << 16
@@ -705,7 +1083,7 @@ class LineCounts:
 
     Args:
         enc: the tiktoken ``Encoding``.
-        name: its name (decides whether texts are cut).
+        name: its name (decides whether texts are cut; kept as :attr:`name`).
 
     >>> from compactctl.tokens import load_encoding, ensure_offline_encodings
     >>> _ = ensure_offline_encodings()
@@ -717,6 +1095,7 @@ class LineCounts:
 
     def __init__(self, enc: Any, name: str) -> None:
         self.enc = enc
+        self.name = name
         self._split = _LINE_CUT.split if name in LINE_CUT_ENCODINGS else None
         self.blocks: dict[str, int] = {}
         self._chars = 0

@@ -690,6 +690,7 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             :func:`compact_path`.
     """
     from compactctl.layers.onepass import plan_onepass
+    from compactctl.tokens import warm_counting
 
     out, hit = fresh("compact --layers", options, path, out)
     if hit is not None:
@@ -697,10 +698,12 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
     with _store(out) as store:
 
         def attempt() -> dict[str, Any]:
-            session, resumable = _compact_session(path, options.compact, out)
-            reconcile_store(store, session, out)
-            layer = _compact_layer(options.compact, out, store, path)
-            plan = plan_onepass(session, options, compact_layer=layer)
+            # a large file's texts are counted by a child process while it is read
+            with warm_counting(path, options.compact.encoding):
+                session, resumable = _compact_session(path, options.compact, out)
+                reconcile_store(store, session, out)
+                layer = _compact_layer(options.compact, out, store, path)
+                plan = plan_onepass(session, options, compact_layer=layer)
             _raise_failed(layer, store, session.meta.key, path)
             compacted = plan.reports.get("summary") or plan.reports.get("micro")
             rows = [row.to_json() for row in plan.rows]

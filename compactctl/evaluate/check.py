@@ -24,13 +24,13 @@ for CJK) and one search per probe stopping at the first hit. Measured in ``make 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
-from typing import Any
 
 from compactctl.evaluate.probes import Probe, normalise
 from compactctl.model import Message
 from compactctl.summarize.extractive.tools import call_arguments
+from compactctl.text import string_leaves
 
 __all__ = ["EXACT", "NORMALISED", "Context", "message_strings", "string_leaves"]
 
@@ -41,23 +41,6 @@ NORMALISED = "normalised"
 """The match of a probe found only after whitespace and case normalisation."""
 
 _SEPARATOR = "\n\x00\n"
-
-
-def string_leaves(value: Any) -> Iterator[str]:
-    """The string leaves of a JSON value (object values and list items, depth first), in
-    order; numbers, booleans and ``null`` are not strings and are skipped.
-
-    >>> list(string_leaves({"a": "x", "b": [1, "y", {"c": "z"}], "d": None}))
-    ['x', 'y', 'z']
-    """
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            yield from string_leaves(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from string_leaves(v)
 
 
 def message_strings(message: Message) -> Iterator[str]:

@@ -222,7 +222,7 @@ def plan_onepass(
     Raises:
         UsageError, SummaryFormatError, ValueError: as the layers raise them.
     """
-    from compactctl.tokens import message_payload
+    from compactctl.tokens import COUNT_PROCESS_MIN_BYTES, message_payload
 
     started = time.monotonic()
     first = current = session
@@ -230,7 +230,11 @@ def plan_onepass(
     # imported and plan (their Python work; tiktoken releases the GIL): the sizes below
     # find them cached
     view = session.effective()
-    session.counter.prefetch(lambda: [message_payload(m.data) for m in view])
+    identity = session.identity
+    session.counter.prefetch(
+        lambda: [message_payload(m.data) for m in view],
+        child=identity is not None and identity.size >= COUNT_PROCESS_MIN_BYTES,
+    )
 
     from compactctl.layers.dedup import DedupLayer
     from compactctl.layers.rules import RulesLayer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -352,3 +353,141 @@ def test_other_encodings_and_long_texts_are_counted_whole():
     cl = tokens.LineCounts(_tiktoken_reference("cl100k_base"), "cl100k_base")
     long_text = "one two\nthree four\n" * (tokens.CHUNK_CHARS // 19 + 1)
     assert cl(long_text) == len(cl.enc.encode_ordinary(long_text)) and cl.blocks == {}
+
+
+# -- the counting child (_CountProcess): compact --layers on a large file -------------------
+
+CHILD_TEXTS = [
+    *(f"{t} #{i} " * (i % 40 + 1) for i in range(300) for t in TEXTS[i % 4 : i % 4 + 1]),
+    "a lone surrogate \ud800 in JSON\n" * 20,  # counted as "?", here and in the child
+    "emoji 🙂 and <|endoftext|>\n" * 30,
+]
+
+
+def _reference_counts(texts: list[str]) -> list[int]:
+    """tiktoken's counts; a lone surrogate counts as ``?`` (``_encoded_len``)."""
+    ref = _tiktoken_reference("cl100k_base")
+    return [len(ref.encode_ordinary(t.encode("utf-8", "replace").decode())) for t in texts]
+
+
+@pytest.fixture
+def child_counter(monkeypatch: pytest.MonkeyPatch):
+    """A cl100k_base counter whose queue counts in a child process (two cores wanted, small
+    batches), and the texts counted on this process's threads (``_count_batch``)."""
+    monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    here: list[str] = []
+    real = tokens._count_batch
+
+    def spy(cache, measure, batch, future):
+        here.extend(batch)
+        real(cache, measure, batch, future)
+
+    monkeypatch.setattr(tokens, "_count_batch", spy)
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
+    return counter, here
+
+
+def _settled(counter: tokens.TokenCounter, texts: list[str]) -> None:
+    """Wait (30 s at most) until ``texts`` are in the counter's cache."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while not set(texts) <= set(counter._cache):
+        assert time.monotonic() < deadline, "the child never answered"
+        time.sleep(0.01)
+
+
+def test_a_counting_child_counts_as_tiktoken(child_counter):
+    counter, here = child_counter
+    prefetched = CHILD_TEXTS[::2]
+    counter.prefetch(lambda: prefetched, child=True)
+    _settled(counter, prefetched)
+    process = counter._queue._process
+    assert process is not None and process._proc.poll() is None
+    assert here == []  # the prefetch was counted by the child alone
+    assert [counter._cache[t] for t in prefetched] == _reference_counts(prefetched)
+    # a caller's texts: the child counts from the first batch on, the caller from the
+    # last back; each batch is settled once, every count is tiktoken's
+    assert sum(map(len, CHILD_TEXTS[1::2])) > tokens.THREADED_MIN_CHARS
+    assert counter.count_many(CHILD_TEXTS) == _reference_counts(CHILD_TEXTS)
+
+
+def test_a_counting_child_that_dies_loses_no_count(child_counter):
+    counter, here = child_counter
+    counter.prefetch(lambda: CHILD_TEXTS[:10], child=True)
+    _settled(counter, CHILD_TEXTS[:10])
+    process = counter._queue._process
+    process._proc.kill()
+    process._proc.wait(30)
+    rest = CHILD_TEXTS[10:]
+    assert counter.count_many(rest) == _reference_counts(rest)
+    assert set(rest) <= set(here)  # counted here: the child was gone
+    more = ["one more text to count\n" * 50]
+    counter.count_ahead(more)  # queued after the child died: counted, no hang
+    assert counter.count_many(more) == _reference_counts(more)
+
+
+def _session_file(tmp_path: Path, model: str) -> Path:
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"type": "session", "model": model},
+        *({"type": "message", "role": "user", "content": t} for t in CHILD_TEXTS[:40]),
+    ]
+    path.write_bytes(b"".join(json.dumps(d).encode() + b"\n" for d in lines))
+    return path
+
+
+def test_warm_counting_hands_its_child_to_the_counter(child_counter, monkeypatch, tmp_path):
+    counter, here = child_counter
+    monkeypatch.setattr(tokens, "COUNT_PROCESS_MIN_BYTES", 0)
+    path = _session_file(tmp_path, "claude-sonnet-4-5")
+    assert tokens._sniffed_encoding(str(path)) == "cl100k_base"
+    with tokens.warm_counting(str(path), None):
+        warm = tokens._WARM.process
+        assert warm is not None
+        counter.prefetch(lambda: CHILD_TEXTS[:40], child=True)
+        _settled(counter, CHILD_TEXTS[:40])
+        assert counter._queue._process is warm
+    assert warm._proc.poll() is None  # taken over: it lives on with the counter
+    assert here == [] and counter.count_many(CHILD_TEXTS) == _reference_counts(CHILD_TEXTS)
+
+
+def test_a_child_warmed_with_another_encoding_counts_each_batch_with_its_own(
+    child_counter, monkeypatch, tmp_path
+):
+    counter, here = child_counter
+    monkeypatch.setattr(tokens, "COUNT_PROCESS_MIN_BYTES", 0)
+    path = _session_file(tmp_path, "gpt-4o")
+    assert tokens._sniffed_encoding(str(path)) == "o200k_base"  # the warm-up's guess
+    with tokens.warm_counting(str(path), None):
+        counter.prefetch(lambda: CHILD_TEXTS, child=True)
+        _settled(counter, CHILD_TEXTS)
+    assert here == [] and counter.count_many(CHILD_TEXTS) == _reference_counts(CHILD_TEXTS)
+
+
+def test_warm_counting_ends_a_child_nobody_took(monkeypatch, tmp_path):
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    monkeypatch.setattr(tokens, "COUNT_PROCESS_MIN_BYTES", 0)
+    path = _session_file(tmp_path, "gpt-4o")
+    with tokens.warm_counting(str(path), None):
+        warm = tokens._WARM.process
+        assert warm is not None
+    assert warm._proc.wait(30) == 0  # closed at the block's end
+    assert tokens._WARM.process is None
+    with tokens.warm_counting(str(path), "estimate"):  # no child for estimates,
+        assert tokens._WARM.process is None
+    with tokens.warm_counting("-", None):  # for stdin,
+        assert tokens._WARM.process is None
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with tokens.warm_counting(str(fifo), None):  # for a pipe (the child would drain it),
+        assert tokens._WARM.process is None
+    monkeypatch.setattr(tokens, "count_threads", lambda: 1)
+    with tokens.warm_counting(str(path), None):  # on one core,
+        assert tokens._WARM.process is None
+    monkeypatch.setattr(tokens, "count_threads", lambda: 2)
+    monkeypatch.setattr(tokens, "COUNT_PROCESS_MIN_BYTES", path.stat().st_size + 1)
+    with tokens.warm_counting(str(path), None):  # or for a small file
+        assert tokens._WARM.process is None
