@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -200,7 +201,7 @@ def output_options(
                 )
         if output_dir is not None:
             targets = [os.path.join(output_dir, mirrored_name(f, roots)) for f in files]
-            clash = {t for t in targets if targets.count(t) > 1}
+            clash = {t for t, n in Counter(targets).items() if n > 1}
             if clash:
                 raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
             for f, t in zip(files, targets, strict=True):
