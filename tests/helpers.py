@@ -10,12 +10,13 @@ strategies in ``tests/strategies.py``; the fake summarizer and the fake litellm 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,35 @@ def broken_blocks(view: list[Message]) -> list[str]:
     return sorted((results - calls) | (calls - results)) + [
         u for u, k in keys.items() if k not in present
     ]
+
+
+def json_strings(value: object) -> Iterator[str]:
+    """Every string inside a JSON value: the value itself, its object values and array items,
+    at any depth, in document order (object keys are not taken)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from json_strings(item)
+
+
+@functools.cache
+def fixture_strings() -> tuple[str, ...]:
+    """Every string value (:func:`json_strings`) of the JSON lines of the ``*.json*`` files of
+    fixtures/ (tool outputs, prose, ids), file by file in path order. Each line is parsed
+    alone: a JSONL record or a one-line JSON document counts, the lines of a pretty-printed
+    document do not parse and are left out. Read once per test process."""
+    texts: list[str] = []
+    for path in sorted(FIXTURES.rglob("*.json*")):
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                texts.extend(json_strings(json.loads(raw)))
+            except ValueError:
+                continue
+    return tuple(texts)
 
 
 COUNT_OPENS = """

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ from compactctl.layers.text_rules import protect as tr_protect
 from compactctl.layers.text_rules import selection as tr_selection
 from compactctl.layers.text_rules.markdown import table_header
 from compactctl.model import Message, event_from_dict
-from tests.helpers import FIXTURES, SAMPLES
+from tests.helpers import SAMPLES, fixture_strings
 
 ALL = list(RULES.values())
 
@@ -665,24 +664,8 @@ def test_the_possessive_separator_matches_what_backtracking_would(pieces: list[s
 
 
 def _fixture_texts() -> list[str]:
-    """Every string value in the JSON and JSONL files of fixtures/ (tool outputs, prose)."""
-    texts: list[str] = []
-    stack: list[object] = []
-    for path in sorted(FIXTURES.rglob("*.json*")):
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                stack.append(json.loads(raw))
-            except ValueError:
-                continue
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            texts.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return sorted(set(texts))
+    """Every string value in the JSON and JSONL files of fixtures/, each once, sorted."""
+    return sorted(set(fixture_strings()))
 
 
 def test_bullet_rules_agree_with_the_line_loop_on_every_fixture_text() -> None:
