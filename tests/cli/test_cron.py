@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import SAMPLES, msg, run_cli, write_jsonl
+from tests.helpers import RUN_MAIN, SAMPLES, msg, run_cli, write_jsonl
 
 CLAUDE = SAMPLES / "small-s1.claude-code.jsonl"
 CODEX = SAMPLES / "small-s1.codex-rollout.jsonl"
@@ -294,7 +294,8 @@ def test_convert_and_undo_count_the_inputs_the_filters_keep(tmp_path: Path) -> N
     assert r.returncode == 2 and b"--event names an event of one transcript" in r.stderr
 
 
-_COUNT_WALKS = """
+_COUNT_WALKS = (
+    """
 import os, sys
 folder = os.path.realpath(sys.argv[1])
 walks = []
@@ -303,15 +304,12 @@ def hook(event, args):
         if os.path.realpath(os.fsdecode(args[0])) == folder:
             walks.append(1)
 sys.addaudithook(hook)
-sys.argv = ["compactctl", *sys.argv[2:]]
-from compactctl.cli import main
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code if isinstance(exc.code, int) else 1
+"""
+    + RUN_MAIN
+    + """
 sys.stderr.write(f"EXIT {code} WALKS {len(walks)}\\n")
 """
+)
 """Runs ``compactctl ARGS`` (``python -c _COUNT_WALKS FOLDER ARGS...``) and ends its stderr
 with ``EXIT C WALKS N``: the exit code, and how many times the folder was listed (the
 ``os.scandir`` calls an audit hook saw on it: one per walk of PATHS)."""

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from compactctl.evaluate.check import string_leaves
 from compactctl.formats.reader import load
 from compactctl.model import Message
 from compactctl.summarize import SummaryRequest, SummaryResult
@@ -19,7 +20,7 @@ from compactctl.summarize.redact import (
     redact_request,
     redact_value,
 )
-from tests.helpers import FIXTURES, json_strings
+from tests.helpers import FIXTURES
 
 from .secret_corpus import PLACES, Secret, corpus, transcript
 
@@ -155,7 +156,7 @@ def _fixture_texts() -> list[tuple[str, str]]:
                 values = [e.data.get("summaryText")]
             else:
                 continue
-            out.extend((path.name, text) for value in values for text in json_strings(value))
+            out.extend((path.name, text) for value in values for text in string_leaves(value))
     return out
 
 
