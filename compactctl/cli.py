@@ -472,7 +472,9 @@ def convert_cmd(
 
     s = settings_for(sh.config, "convert")
     to_dir = output is not None and (output.endswith(("/", os.sep)) or os.path.isdir(output))
-    several = sh.inputs(paths) > 1
+    sh = dataclasses.replace(sh, output=output, fmt=fmt, dry_run=dry_run, check=check,
+                             json_out=json_out, no_store=True)  # fmt: skip
+    several = len(sh.inputs(s, paths).files) > 1
     # --dry-run reports what the real run would do, so it refuses what that run refuses;
     # --check only asks whether any input is foreign (a CI gate) and needs no output
     if several and not (check or to_dir):
@@ -480,8 +482,6 @@ def convert_cmd(
             f"convert writes one transcript per output, and {output or 'stdout'} would "
             "receive several; give a folder (-o DIR/) to write one file per input"
         )
-    sh = dataclasses.replace(sh, output=output, fmt=fmt, dry_run=dry_run, check=check,
-                             json_out=json_out, no_store=True)  # fmt: skip
     out = sh.output_options(s, paths, None)
     line = functools.partial(
         convert_line, dry_run=dry_run, check=check, gate=check and several and not to_dir
@@ -566,9 +566,9 @@ def undo_cmd(
     from compactctl.app.jobs import undo_path
     from compactctl.layers.options import UndoOptions
 
-    if event is not None and sh.inputs(paths) > 1:
-        fail_usage("--event names an event of one transcript; give one file")
     s = settings_for(sh.config, "undo")
+    if event is not None and len(sh.inputs(s, paths).files) > 1:
+        fail_usage("--event names an event of one transcript; give one file")
     out = sh.output_options(s, paths, None)
     enc = s.get("encoding", sh.encoding_flag, None, str)
     worker = functools.partial(undo_path, options=UndoOptions(event=event), out=out, encoding=enc)

@@ -249,6 +249,11 @@ class Shell:
     ] = None
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.")] = False
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.")] = False
+    _walks: dict[tuple[str, ...], Any] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """PATHS as :meth:`inputs` walked them (not an option): one walk per command, shared by
+    its checks and its run; a :func:`dataclasses.replace` copy walks afresh."""
 
     def report_page(self) -> str | None:
         """``--report PATH``, checked before any file is read.
@@ -268,10 +273,11 @@ class Shell:
         """``--estimate`` as the encoding ``"estimate"``, else ``--encoding``."""
         return "estimate" if self.estimate else self.encoding
 
-    def scope(self) -> Any:
+    def scope(self, paths: list[str] | None = None) -> Any:
         """The run's :class:`~compactctl.app.runner.RunScope`: ``--jobs``, ``--dask``,
         ``--documents``, ``-q``, ``-v``, ``--json``, the filters, and rows kept for
-        ``--report``.
+        ``--report``; with ``paths``, the walk :meth:`inputs` made of them (if it did),
+        which the run takes instead of walking again.
 
         Raises:
             UsageError: a filter value that does not parse.
@@ -288,25 +294,35 @@ class Shell:
         )
         return RunScope(jobs=self.jobs, dask=self.dask, documents=self.documents or None,
                         quiet=self.quiet, verbose=self.verbose, json_out=self.json_out,
-                        filters=filters, keep_rows=self.report is not None)  # fmt: skip
+                        filters=filters, keep_rows=self.report is not None,
+                        found=None if paths is None else self._walks.get(tuple(paths)))  # fmt: skip
 
-    def inputs(self, paths: list[str]) -> int:
-        """How many transcripts the run takes from ``paths``: walked as the run walks them,
-        with ``--documents`` and the filters (``--older-than``, ``--glob``, ...).
+    def inputs(self, s: Settings, paths: list[str]) -> Any:
+        """The transcripts the run takes from ``paths`` (a :class:`~compactctl.io.files.Walk`),
+        walked once for the command (:func:`compactctl.app.options.walk_inputs`: with
+        ``--documents`` or its setting in ``s``, the filters, never into ``-o DIR/``): the
+        one-input checks (``convert`` to stdout, ``undo --event``, ``-o FILE``) and the run
+        (:meth:`scope`) take the same walk.
 
         Raises:
-            UsageError: a filter value that does not parse.
+            UsageError: a filter value that does not parse; a time filter with a URL.
         """
-        from compactctl.io.files import walk
+        from compactctl.app.options import walk_inputs
 
-        return len(walk(paths, documents=bool(self.documents), filters=self.scope().filters).files)
+        key = tuple(paths)
+        if key not in self._walks:
+            flags = dict(output=self.output, documents=self.documents or None,
+                         filters=self.scope().filters)  # fmt: skip
+            self._walks[key] = walk_inputs(s, paths, flags)
+        return self._walks[key]
 
     def output_options(
         self, s: Settings, paths: list[str], tier: str | None, *, native: bool = False
     ) -> Any:
         """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's;
         ``native``: the command takes ``--as native``), checked against PATHS
-        (:func:`compactctl.app.options.output_options`)."""
+        (:func:`compactctl.app.options.output_options`; with ``-o``, against
+        :meth:`inputs`)."""
         from compactctl.app.options import output_options
 
         flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
@@ -314,7 +330,8 @@ class Shell:
                      torn_wait=self.torn_wait, tier=tier, fmt=self.fmt,
                      documents=self.documents or None, filters=self.scope().filters,
                      db="" if self.no_store else self.db, native_ok=native)  # fmt: skip
-        return output_options(s, paths, flags)
+        found = None if self.output is None else self.inputs(s, paths)
+        return output_options(s, paths, flags, found)
 
 
 FILTERS = ("since", "until", "older_than", "glob", "exclude")
@@ -497,7 +514,7 @@ def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, 
 
     page = sh.report_page()
     report = run_transform(paths, worker, command=command, settings=s, out=out,
-                           scope=sh.scope(), **kwargs)  # fmt: skip
+                           scope=sh.scope(paths), **kwargs)  # fmt: skip
     verb = SUMMARY_VERBS[command]
     finish(report, f"would be {verb}" if out.dry_run or out.check else verb, sh.quiet,
            page=page)  # fmt: skip

@@ -10,6 +10,7 @@ strategies in ``tests/strategies.py``; the fake summarizer and the fake litellm 
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -126,7 +127,39 @@ def broken_blocks(view: list[Message]) -> list[str]:
     ]
 
 
-COUNT_OPENS = """
+@functools.cache
+def fixture_strings() -> tuple[str, ...]:
+    """Every string value (:func:`compactctl.evaluate.check.string_leaves`) of the JSON lines
+    of the ``*.json*`` files of fixtures/ (tool outputs, prose, ids), file by file in path
+    order. Each line is parsed alone: a JSONL record or a one-line JSON document counts, the
+    lines of a pretty-printed document do not parse and are left out. Read once per test
+    process."""
+    from compactctl.evaluate.check import string_leaves
+
+    texts: list[str] = []
+    for path in sorted(FIXTURES.rglob("*.json*")):
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                texts.extend(string_leaves(json.loads(raw)))
+            except ValueError:
+                continue
+    return tuple(texts)
+
+
+RUN_MAIN = """
+sys.argv = ["compactctl", *sys.argv[2:]]
+from compactctl.cli import main
+code = 0
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else 1
+"""
+"""The end of a ``python -c`` script that runs ``compactctl ARGS`` (``sys.argv[2:]``; the
+script's own argument is ``sys.argv[1]``) in its process, its exit code left in ``code``."""
+
+COUNT_OPENS = (
+    """
 import os, sys
 target = os.path.realpath(sys.argv[1])
 opened = []
@@ -142,15 +175,12 @@ def counted(*a, **k):
     parsed.append(1)
     return real(*a, **k)
 reader.read_transcript = counted
-sys.argv = ["compactctl", *sys.argv[2:]]
-from compactctl.cli import main
-code = 0
-try:
-    main()
-except SystemExit as exc:
-    code = exc.code if isinstance(exc.code, int) else 1
+"""
+    + RUN_MAIN
+    + """
 sys.stderr.write(f"EXIT {code} OPENS {len(opened)} PARSED {len(parsed)} {opened!r}\\n")
 """
+)
 """A script that runs ``compactctl ARGS`` (``python -c COUNT_OPENS FILE ARGS...``) and ends
 its stderr with ``EXIT C OPENS N PARSED M [...]``: the command's exit code, the ``open``
 calls of FILE an audit hook saw (as strace would), and the calls of the reader's

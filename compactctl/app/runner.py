@@ -32,7 +32,7 @@ from compactctl.app.report import (
 )
 from compactctl.app.terminal import progress, say, show
 from compactctl.errors import CompactError, NotAppendable, UsageError
-from compactctl.io.files import STDIN, Found, walk
+from compactctl.io.files import STDIN, Found, Walk, walk
 from compactctl.io.filters import FileFilter
 from compactctl.io.remote import is_url
 
@@ -76,6 +76,10 @@ class RunScope:
         skip: folders never searched for inputs (a ``-o DIR/`` inside the input tree).
         keep_rows: keep a slim row per file (``--report PATH``: the page is written from
             them after the run).
+        found: PATHS as walked already for this run, with these filters, ``skip`` and
+            ``documents`` (:func:`compactctl.app.options.walk_inputs`, made for a one-input
+            check): the run takes its files instead of walking again; ``None``: the run
+            walks PATHS.
     """
 
     jobs: int | None = None
@@ -87,6 +91,7 @@ class RunScope:
     filters: FileFilter = field(default_factory=FileFilter)
     skip: tuple[str, ...] = ()
     keep_rows: bool = False
+    found: Walk | None = None
 
 
 def discover_files(
@@ -95,7 +100,8 @@ def discover_files(
     """Expand PATHS (:func:`compactctl.io.files.walk`); a missing path is a failure on the
     report, an empty folder (or one the filters empty) a warning. ``documents``
     (``--documents``): folders also yield the JSON documents and Aider histories a reader
-    recognises; ``scope``: its filters and the folders to skip.
+    recognises; ``scope``: its filters and the folders to skip, or the walk it holds
+    (:attr:`RunScope.found`).
 
     Raises:
         UsageError: a time filter with a URL among PATHS.
@@ -103,7 +109,9 @@ def discover_files(
     from compactctl.io.files import NoTranscripts
 
     scope = scope or RunScope()
-    found = walk(paths, documents=documents, filters=scope.filters, skip=scope.skip)
+    found = scope.found
+    if found is None:
+        found = walk(paths, documents=documents, filters=scope.filters, skip=scope.skip)
     for e in found.errors:
         if isinstance(e, NoTranscripts):
             message(f"compactctl: warning: {e}")

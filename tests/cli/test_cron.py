@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.helpers import SAMPLES, msg, run_cli, write_jsonl
+from tests.helpers import RUN_MAIN, SAMPLES, msg, run_cli, write_jsonl
 
 CLAUDE = SAMPLES / "small-s1.claude-code.jsonl"
 CODEX = SAMPLES / "small-s1.codex-rollout.jsonl"
@@ -290,3 +292,53 @@ def test_convert_and_undo_count_the_inputs_the_filters_keep(tmp_path: Path) -> N
     assert r.returncode == 2 and b"old.jsonl: --event no-such-event: no compact" in r.stderr
     r = run_cli("undo", "--event", "no-such-event", str(folder))
     assert r.returncode == 2 and b"--event names an event of one transcript" in r.stderr
+
+
+_COUNT_WALKS = (
+    """
+import os, sys
+folder = os.path.realpath(sys.argv[1])
+walks = []
+def hook(event, args):
+    if event == "os.scandir" and args[0] is not None:
+        if os.path.realpath(os.fsdecode(args[0])) == folder:
+            walks.append(1)
+sys.addaudithook(hook)
+"""
+    + RUN_MAIN
+    + """
+sys.stderr.write(f"EXIT {code} WALKS {len(walks)}\\n")
+"""
+)
+"""Runs ``compactctl ARGS`` (``python -c _COUNT_WALKS FOLDER ARGS...``) and ends its stderr
+with ``EXIT C WALKS N``: the exit code, and how many times the folder was listed (the
+``os.scandir`` calls an audit hook saw on it: one per walk of PATHS)."""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("convert", "--older-than", "2h"),
+        ("convert", "--older-than", "2h", "-o", "{tmp}/one.jsonl"),
+        ("convert", "-o", "{tmp}/out/"),
+        ("undo", "--event", "no-such-event", "--older-than", "2h"),
+        ("undo", "--older-than", "2h", "-o", "{tmp}/undone.jsonl"),
+        ("rules", "--no-store", "-o", "{tmp}/mirror/"),
+        ("compact", "--force", "--no-store", "--older-than", "2h", "-o", "{tmp}/c.jsonl"),
+        ("dedup", "--no-store", "--dry-run"),
+    ],
+)
+def test_a_command_walks_its_folder_once(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """The one-input checks (``-o FILE``, ``convert`` to stdout, ``undo --event``), the
+    ``-o DIR/`` targets and the run take one walk of PATHS: the folder is listed once."""
+    folder, _ = _old_and_live(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    code = 2 if "--event" in args else 0  # no such event: named as the usage error it is
+    proc = subprocess.run(
+        [sys.executable, "-c", _COUNT_WALKS, str(folder), *argv, str(folder)],
+        capture_output=True,
+        env={**os.environ, **ENV},
+        timeout=120,
+    )
+    last = proc.stderr.decode().strip().splitlines()[-1]
+    assert last == f"EXIT {code} WALKS 1", proc.stderr.decode()

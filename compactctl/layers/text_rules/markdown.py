@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from compactctl.layers.text_rules.lines import HEADING_RE, join_lines, split_lines
 
-__all__ = ["remove_empty_sections", "table_header", "tables_to_key_value"]
+__all__ = ["TABLE_SEPARATOR", "remove_empty_sections", "table_header", "tables_to_key_value"]
 
 
 # A line that HEADING_RE matches, at the start of the text or after a newline.
@@ -73,7 +73,15 @@ def remove_empty_sections(text: str) -> str:
     return join_lines(kept, trailing)
 
 
-_TABLE_SEPARATOR_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t\r]*")
+TABLE_SEPARATOR = r"[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t\r]*+"
+"""The pattern of a table's separator row (``|---|:-:|``, ``---|---``, ``:-- | --:``): cells
+of dashes with optional alignment colons, split by pipes, the outer pipes optional, blanks
+around them (a ``\\r`` too at its end); no newline. :func:`table_header` fullmatches a line
+against it, :func:`~compactctl.layers.text_rules.selection.select_rules` looks for it after a
+newline first. Its repeats are possessive: what follows each cannot start with a
+character of its class (nor the pipe groups with what the optional pipe and the line end
+after them take), so giving back could never make a match, and none is tried."""
+_TABLE_SEPARATOR_RE = re.compile(TABLE_SEPARATOR)
 # A ``|`` not preceded by a backslash; written ``\|`` first so that the search skips from pipe to
 # pipe (a regex starting with a lookbehind is tried at every position).
 _UNESCAPED_PIPE_RE = re.compile(r"\|(?<!\\\|)")

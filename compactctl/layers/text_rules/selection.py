@@ -12,7 +12,7 @@ import re
 from collections.abc import Collection
 
 from compactctl.layers.text_rules.cjk import CJK_RE
-from compactctl.layers.text_rules.markdown import table_header
+from compactctl.layers.text_rules.markdown import TABLE_SEPARATOR, table_header
 from compactctl.layers.text_rules.protect import has_fence_opener, may_have_fence
 from compactctl.layers.text_rules.registry import RULES, Rule
 
@@ -53,13 +53,9 @@ _CODE_SAMPLE_LINES = 500
 _BLANK_LINE_RE = re.compile(r"\n[^\S\n]*+(?=\n|\Z)")
 _SAMPLE_HEAD_RE = re.compile(f"(?:\\n[^\\n]*+){{{_CODE_SAMPLE_LINES}}}")
 _SAMPLE_CHUNK_CHARS = 1 << 16
-# A line that markdown's _TABLE_SEPARATOR_RE fullmatches, with the newline before it (a separator
-# row follows its header row). The same pattern with possessive repeats: what follows each of
-# them cannot start with a character of its class (nor a pipe group with a dash the optional
-# pipe and the line end that follow the groups), so giving back could not make a match.
-_SEPARATOR_LINE_RE = re.compile(
-    r"\n[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*+\|?[ \t\r]*+(?=\n|\Z)"
-)
+# A line that markdown's separator row pattern fullmatches (:func:`table_header`), with the
+# newline before it (a separator row follows its header row).
+_SEPARATOR_LINE_RE = re.compile(r"\n" + TABLE_SEPARATOR + r"(?=\n|\Z)")
 
 
 def _code_sample(text: str) -> str:

@@ -165,3 +165,28 @@ def test_an_output_is_up_to_date_only_while_input_options_and_output_hold(
     assert up_to_date(fp) is None
     # stdout is never up to date
     assert up_to_date(fp, "-") is None
+
+
+def test_a_fingerprint_kept_for_equal_options_is_never_given_for_other_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fingerprint keeps its last answer for equal arguments (each file of a run asks): a
+    copy of the options gets it, any change to the options, the command or the output's
+    shape a fingerprint of its own, and the first options theirs again after."""
+    from compactctl.layers.options import CompactOptions
+
+    out = OutputOptions(output_dir="out/")
+    options = CompactOptions(keep_recent=4)
+    fp = provenance.fingerprint("compact", options, out)
+    assert len(fp) == 64 and int(fp, 16) >= 0
+    assert provenance.fingerprint("compact", replace(options), out) == fp  # an equal copy
+    others = [
+        provenance.fingerprint("compact", replace(options, keep_recent=5), out),
+        provenance.fingerprint("compact", replace(options, completion_kwargs={"a": 1}), out),
+        provenance.fingerprint("dedup", options, out),
+        provenance.fingerprint("compact", options, replace(out, tier="L1")),
+    ]
+    assert len({fp, *others}) == 5
+    assert provenance.fingerprint("compact", options, out) == fp
+    monkeypatch.setattr(provenance, "_LAST", None)  # computed afresh: the same answer
+    assert provenance.fingerprint("compact", options, out) == fp

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -49,7 +48,7 @@ from compactctl.layers.text_rules import protect as tr_protect
 from compactctl.layers.text_rules import selection as tr_selection
 from compactctl.layers.text_rules.markdown import table_header
 from compactctl.model import Message, event_from_dict
-from tests.helpers import FIXTURES, SAMPLES
+from tests.helpers import SAMPLES, fixture_strings
 
 ALL = list(RULES.values())
 
@@ -610,25 +609,63 @@ def test_table_search_agrees_with_every_line_tried(text: str) -> None:
     assert tr_selection._has_table(text) == expected
 
 
+#: Separator rows (alignment colons, blanks around the cells, outer pipes left out, a last
+#: ``\r``) and lines that are not one, each with whether it is a separator row.
+SEPARATOR_ROWS = [
+    ("|---|---|", True), ("|:--|--:|", True), ("| :-: | --- |", True), ("---|---", True),
+    ("--- | ---", True), (":--|:-:", True), ("|---|", True), ("  |--|--|  ", True),
+    ("\t| - |\t", True), ("|---|---|\r", True), ("| --- |  \r", True), ("-|-", True),
+    ("|-", True), ("-|", True), (":---:|:---:|", True), ("|---|---|---", True),
+    ("---", True), (":-:", True),  # a separator row, but one without a pipe starts no table
+    ("| a | b |", False), ("|---|-x-|", False), ("|- -|---|", False), ("|---||---|", False),
+    ("|:|---|", False), ("|===|===|", False), ("| --- \\| --- |", False),
+    ("|---|---|\xa0", False), ("|---|\r|", False), ("", False), ("|", False),
+    ("- item", False), ("|::--|", False), ("|--::|", False), ("||---|", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("line", "separator"), SEPARATOR_ROWS)
+def test_table_header_and_the_table_search_agree_on_separator_rows(
+    line: str, separator: bool
+) -> None:
+    """markdown's table_header and selection's table search share one separator pattern
+    (markdown.TABLE_SEPARATOR): a header row with as many cells as ``line`` starts a table
+    for both, or for neither."""
+    assert (tr_markdown._TABLE_SEPARATOR_RE.fullmatch(line) is not None) == separator
+    assert (tr_selection._SEPARATOR_LINE_RE.fullmatch("\n" + line) is not None) == separator
+    cells = len(tr_markdown._row_cells(line))
+    head = "| " + " | ".join(["h"] * cells) + " |"
+    table = separator and "|" in line
+    assert (table_header([head, line], 0) is not None) == table
+    assert tr_selection._has_table(f"{head}\n{line}") == table
+    assert tr_selection._has_table(f"text\n{head}\n{line}\n| 1 |") == table
+
+
+#: The separator pattern without its possessive repeats: the backtracking regex it stands for.
+BACKTRACKING_SEPARATOR = re.compile(re.sub(r"(?<=[*+?])\+", "", tr_markdown.TABLE_SEPARATOR))
+
+
+def test_the_backtracking_separator_is_the_pattern_without_possessive_repeats() -> None:
+    assert "+" not in BACKTRACKING_SEPARATOR.pattern.replace("-+", "")
+    assert BACKTRACKING_SEPARATOR.pattern.count("-+") == 2
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([" ", "\t", "|", ":", "-", "--", "\r", "x", "\n"]), max_size=14))
+def test_the_possessive_separator_matches_what_backtracking_would(pieces: list[str]) -> None:
+    """Giving back a possessive repeat could never make a match: the shared pattern matches
+    exactly the lines its backtracking form matches, alone and after a newline."""
+    line = "".join(pieces)
+    expected = BACKTRACKING_SEPARATOR.fullmatch(line) is not None
+    assert (tr_markdown._TABLE_SEPARATOR_RE.fullmatch(line) is not None) == expected
+    found = {m.span() for m in tr_selection._SEPARATOR_LINE_RE.finditer("\n" + line)}
+    slow = re.compile(r"\n" + BACKTRACKING_SEPARATOR.pattern + r"(?=\n|\Z)")
+    assert found == {m.span() for m in slow.finditer("\n" + line)}
+
+
 def _fixture_texts() -> list[str]:
-    """Every string value in the JSON and JSONL files of fixtures/ (tool outputs, prose)."""
-    texts: list[str] = []
-    stack: list[object] = []
-    for path in sorted(FIXTURES.rglob("*.json*")):
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                stack.append(json.loads(raw))
-            except ValueError:
-                continue
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            texts.append(value)
-        elif isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return sorted(set(texts))
+    """Every string value in the JSON and JSONL files of fixtures/, each once, sorted."""
+    return sorted(set(fixture_strings()))
 
 
 def test_bullet_rules_agree_with_the_line_loop_on_every_fixture_text() -> None:

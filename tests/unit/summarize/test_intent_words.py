@@ -18,6 +18,7 @@ from compactctl.summarize.extractive.intent import (
     DEFER_RE,
     DEFER_WORDS,
     EXPLICIT_DECISION_WORDS,
+    NEGATIVE_WORDS,
     NEXT_RE,
     NEXT_WORDS,
     PENDING_RE,
@@ -75,14 +76,47 @@ def test_a_text_without_the_words_matches_no_regex(text: str):
             assert holds_word(text, words), (text, pattern.pattern)
 
 
-def test_the_word_lists_are_the_tables_words():
-    assert DEFER_WORDS[:3] == ("not now", "later", "todo") and "follow" in DEFER_WORDS
-    assert EXPLICIT_DECISION_WORDS == ("deci", "agreed", "决")
+def _rows(table: str) -> list[list[str]]:
+    """A table's rows as written: the fragment, then the literal when it has its own."""
+    return [re.split(r"\s{2,}", row.strip()) for row in table.strip().split("\n")]
+
+
+#: Each prefilter table with the word list and the regex the module builds from it.
+TABLES = [
+    (intent._DEFER_TABLE, DEFER_WORDS, DEFER_RE),
+    (intent._PENDING_TABLE, PENDING_WORDS, PENDING_RE),
+    (intent._NEXT_TABLE, NEXT_WORDS, NEXT_RE),
+    (intent._EXPLICIT_DECISION_TABLE, EXPLICIT_DECISION_WORDS, _DECISION_RES[0][1]),
+    (intent._REASONED_DECISION_TABLE, None, _DECISION_RES[1][1]),
+    (intent._INTENT_DECISION_TABLE, None, _DECISION_RES[2][1]),
+    (intent._NEGATIVE_TABLE, NEGATIVE_WORDS, intent._NEGATIVE_RE),
+]
+
+
+@pytest.mark.parametrize(("table", "words", "pattern"), TABLES)
+def test_the_word_lists_and_regexes_are_the_tables(table, words, pattern):
+    """Read from the table's text here: the words are its rows' last column, each once, in
+    order; the regex its fragments in order, English ones between word boundaries unless
+    every one carries its own ``\\b``, CJK ones after them."""
+    rows = _rows(table)
+    assert all(len(row) in (1, 2) for row in rows) and len(rows) >= 6
+    if words is not None:
+        assert words == tuple(dict.fromkeys(row[-1] for row in rows))
+    english = [row[0] for row in rows if row[0].isascii()]
+    cjk = [row[0] for row in rows if not row[0].isascii()]
+    bounded = not all(f.startswith("\\b") for f in english)
+    head = "|".join(english)
+    expected = "|".join([f"\\b(?:{head})\\b" if bounded else head, *cjk])
+    assert pattern.pattern == expected and pattern.flags & re.IGNORECASE
+
+
+def test_the_decision_words_are_the_three_ranks_words():
+    ranks = [intent._EXPLICIT_DECISION_TABLE, intent._REASONED_DECISION_TABLE,
+             intent._INTENT_DECISION_TABLE]  # fmt: skip
+    assert [rank for rank, _ in _DECISION_RES] == [3, 2, 1]
+    words = tuple(dict.fromkeys(row[-1] for table in ranks for row in _rows(table)))
+    assert words == DECISION_WORDS
     assert set(EXPLICIT_DECISION_WORDS) < set(DECISION_WORDS)
-    assert NEXT_WORDS == ("next", "then i", "下一步", "接下来")
-    assert len(set(PENDING_WORDS)) == len(PENDING_WORDS)  # each word once
-    assert NEXT_RE.pattern.startswith(r"\bnext step\b|")  # rows with their own \b
-    assert DEFER_RE.pattern.startswith(r"\b(?:not now|later|")
 
 
 def test_required_literal_stops_where_the_fragment_stops_being_literal():

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from compactctl.evaluate.check import string_leaves
 from compactctl.formats.reader import load
 from compactctl.model import Message
 from compactctl.summarize import SummaryRequest, SummaryResult
@@ -140,17 +141,6 @@ def test_redact_request_covers_every_text_field() -> None:
 def _fixture_texts() -> list[tuple[str, str]]:
     """Every message text, tool call argument and summary text of every fixture file."""
     out: list[tuple[str, str]] = []
-
-    def walk(name: str, value: object) -> None:
-        if isinstance(value, str):
-            out.append((name, value))
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(name, v)
-        elif isinstance(value, list):
-            for v in value:
-                walk(name, v)
-
     for path in sorted(p for p in FIXTURES.rglob("*") if p.is_file()):
         if path.suffix not in (".jsonl", ".json", ".traj"):
             continue
@@ -161,10 +151,12 @@ def _fixture_texts() -> list[tuple[str, str]]:
             continue
         for e in events:
             if isinstance(e, Message):
-                walk(path.name, e.data.get("content"))
-                walk(path.name, e.data.get("toolCalls"))
+                values = [e.data.get("content"), e.data.get("toolCalls")]
             elif e.data.get("type") == "summary":
-                walk(path.name, e.data.get("summaryText"))
+                values = [e.data.get("summaryText")]
+            else:
+                continue
+            out.extend((path.name, text) for value in values for text in string_leaves(value))
     return out
 
 
