@@ -701,6 +701,9 @@ class _CountProcess:
 
         cache = self._cache
         texts = batch.texts = [t for t in batch.texts if t not in cache]
+        if not texts:  # all counted since it was queued
+            _count_batch(cache, batch.measure, texts, batch)
+            return True
         data = [t.encode("utf-8", "surrogatepass") for t in texts]
         sizes = array("I", map(len, data))
         name = batch.measure.name.encode()
@@ -716,7 +719,10 @@ class _CountProcess:
         return not gone
 
     def _write(self) -> None:
-        """Write the queued batches to the child, in order."""
+        """Write the queued batches to the child, in order; after :meth:`close`, close its
+        input and reap it."""
+        import subprocess
+
         assert self._proc.stdin is not None
         write = self._proc.stdin.write
         try:
@@ -726,7 +732,12 @@ class _CountProcess:
         except (OSError, ValueError):  # the child is gone: the reader counts what was sent
             pass
         with contextlib.suppress(OSError):
-            self._proc.stdin.close()  # the child ends
+            self._proc.stdin.close()  # the child ends after the batch it counts
+        try:
+            self._proc.wait(CHILD_EXIT_SECONDS)  # reaped: no zombie in a long-lived process
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
 
     def _receive(self) -> None:
         """File the child's answers; when it ends or answers wrongly, count here what it
@@ -762,6 +773,10 @@ class _CountProcess:
         """Close the child's input once what is queued is written: the child ends."""
         self._frames.put(None)
 
+
+CHILD_EXIT_SECONDS = 60
+"""Seconds a counting child may take to end once its input is closed (it finishes the
+batch it counts, at most :data:`BATCH_CHARS` characters) before it is killed."""
 
 PIPE_BYTES = 1 << 20
 """Bytes (1 MiB, Linux's default maximum for a user) of the pipe to a counting child: the
