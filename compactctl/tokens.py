@@ -518,7 +518,7 @@ class _CountQueue:
         :func:`warm_counting` started on this thread, else a new one; if none can be
         started, on threads as before."""
         with self._lock:
-            if self._process is not None:
+            if self._process is not None or os.name != "posix":  # the child selects on a pipe
                 return
             process, _WARM.process = _WARM.process, None
             if process is None:
@@ -910,7 +910,7 @@ def warm_counting(path: str, encoding: str | None) -> Iterator[None]:
     it over; it is closed at the end of the block if none did.
 
     Only for a regular file of :data:`COUNT_PROCESS_MIN_BYTES` or more, exact counts
-    (``encoding`` is not ``"estimate"``), and two cores (:func:`count_threads`). The
+    (``encoding`` is not ``"estimate"``), two cores (:func:`count_threads`) and POSIX. The
     child reads the file a second time (from the page cache, in its own process): this
     process still reads and parses it once.
 
@@ -920,7 +920,7 @@ def warm_counting(path: str, encoding: str | None) -> Iterator[None]:
             file: :func:`_sniffed_encoding`).
     """
     process = None
-    if encoding != "estimate" and path != "-" and count_threads() >= 2:
+    if encoding != "estimate" and path != "-" and count_threads() >= 2 and os.name == "posix":
         with contextlib.suppress(OSError):
             st = os.stat(path)  # a regular file only: never a pipe the child would drain
             if stat.S_ISREG(st.st_mode) and st.st_size >= COUNT_PROCESS_MIN_BYTES:
