@@ -391,15 +391,15 @@ class TokenCounter:
         it.
 
         With ``child``, and two cores for this process (:func:`count_threads`), the queued
-        texts are counted by a child process instead (:class:`_CountProcess`, started
-        now): threads of this process only get the GIL back between two texts, and a
-        caller busy with regexes holds it for milliseconds at a time, so they count little
-        while the layers run (on the 32 MB bench session 0.2-0.3M of 9.6M characters by
-        the time the rules needed theirs). A caller waiting in :meth:`count_many` then
-        counts its own queued texts on its thread meanwhile. The counts are the same: the
-        child counts with the same :class:`LineCounts`. It pays off only for many texts
-        (the child takes 0.2-0.4 s to start: ``compact --layers`` asks for it from
-        :data:`COUNT_PROCESS_MIN_BYTES`).
+        texts are counted by a child process instead (:class:`_CountProcess`: the one
+        :func:`warm_counting` started, else one started now): threads of this process only
+        get the GIL back between two texts, and a caller busy with regexes holds it for
+        milliseconds at a time, so they count little while the layers run (on the 32 MB
+        bench session 0.2-0.3M of 9.6M characters by the time the rules needed theirs). A
+        caller waiting in :meth:`count_many` then counts its own queued texts on its thread
+        meanwhile. The counts are the same: the child counts with the same
+        :class:`LineCounts`. It pays off only for many texts (the child takes 0.2-0.4 s to
+        start: ``compact --layers`` asks for it from :data:`COUNT_PROCESS_MIN_BYTES`).
 
         Args:
             texts: returns the texts (called on the background thread, so building them
@@ -516,7 +516,8 @@ class _CountQueue:
     def start_process(self) -> None:
         """Count from now on in a child process (:class:`_CountProcess`): the one
         :func:`warm_counting` started on this thread, else a new one; if none can be
-        started, on threads as before."""
+        started (no interpreter or no thread to be had: ``OSError``), or off POSIX, on
+        threads as before."""
         with self._lock:
             if self._process is not None or os.name != "posix":  # the child selects on a pipe
                 return
@@ -589,7 +590,8 @@ def _count_batch(
     cache: dict[str, int], measure: LineCounts, batch: list[str], future: Future[None]
 ) -> None:
     """Count the uncached texts of ``batch`` into ``cache``, then settle ``future`` (with
-    the error met, if any: the caller waiting for it raises it), unless it was meanwhile."""
+    the error met, if any: the caller waiting for it raises it), unless it was meanwhile.
+    A ``KeyboardInterrupt`` or ``SystemExit`` is raised here as well."""
     from concurrent.futures import InvalidStateError
 
     try:
@@ -599,6 +601,8 @@ def _count_batch(
     except BaseException as exc:
         with contextlib.suppress(InvalidStateError):
             future.set_exception(exc)
+        if not isinstance(exc, Exception):  # Ctrl-C, exit: raised here too, now
+            raise
     else:
         with contextlib.suppress(InvalidStateError):
             future.set_result(None)
@@ -676,18 +680,25 @@ class _CountProcess:
             stderr=subprocess.DEVNULL,
         )
         assert self._proc.stdin is not None
-        with contextlib.suppress(OSError, AttributeError):  # Linux: a larger pipe
+        with contextlib.suppress(OSError, AttributeError, ImportError):  # Linux: a larger pipe
             import fcntl
 
             fcntl.fcntl(self._proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self._cache: dict[str, int] = {}
-        self._sent: dict[int, _Batch] = {}
+        self._sent: dict[int, _Batch] = {}  # by id: written, not answered yet
         self._ids = itertools.count()
         self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._gone = False
-        for target in (self._write, self._receive):
-            threading.Thread(target=target, name="compactctl-count-pipe", daemon=True).start()
+        self._gone = False  # the child ended or failed: nothing more is sent
+        self._closed = False  # closed by its owner: what it had is of no use
+        try:
+            for target in (self._receive, self._write):
+                threading.Thread(target=target, name="compactctl-count-pipe", daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had (a process limit)
+            self.close()
+            self._proc.kill()
+            self._proc.wait()
+            raise OSError(f"no thread for the counting child: {exc}") from exc
 
     def adopt(self, cache: dict[str, int]) -> None:
         """File the answers into ``cache`` (the counter's), before any batch is sent."""
@@ -727,6 +738,8 @@ class _CountProcess:
         write = self._proc.stdin.write
         try:
             while (frame := self._frames.get()) is not None:
+                if self._closed:
+                    continue  # of no use now: the child is ended without them
                 write(frame)
                 self._proc.stdin.flush()
         except (OSError, ValueError):  # the child is gone: the reader counts what was sent
@@ -754,6 +767,7 @@ class _CountProcess:
             with self._lock:
                 batch = self._sent.pop(key, None)
             if batch is None or len(body) < 4 * n or len(batch.texts) != n:
+                self._proc.kill()  # a child that answers wrongly is not trusted again
                 break
             self._cache.update(zip(batch.texts, array("I", body), strict=True))
             with contextlib.suppress(InvalidStateError):  # counted meanwhile by the caller
@@ -766,11 +780,17 @@ class _CountProcess:
         if batch is not None and not batch.done():
             left.append(batch)
         for batch in left:
-            _count_batch(self._cache, batch.measure, batch.texts, batch)
+            if self._closed:  # nobody waits for them (see close)
+                batch.cancel()
+            else:
+                _count_batch(self._cache, batch.measure, batch.texts, batch)
         self.close()
 
     def close(self) -> None:
-        """Close the child's input once what is queued is written: the child ends."""
+        """End the child: batches not written are dropped, those it has are not answered
+        (its owner closes it when no caller can wait for them any more: the counter is
+        collected, or :func:`warm_counting` ends with nobody having taken it over)."""
+        self._closed = True
         self._frames.put(None)
 
 
@@ -785,8 +805,9 @@ child takes in every batch written while it counts, in few reads."""
 
 def _count_child(warm: str | None = None, encoding: str = "") -> None:
     """The loop of a :class:`_CountProcess` child: read the batches from stdin as they
-    come, count the most urgent first and answer on stdout (wire format there), until
-    stdin ends. First, while no batch has come, count the texts of the transcript
+    come, count the most urgent first and answer on stdout (wire format there); when
+    stdin ends, end (batches still queued are not answered: see
+    :meth:`_CountProcess.close`). First, while no batch has come, count the texts of the transcript
     ``warm`` (:func:`_warm_texts`) with ``encoding`` (empty: :func:`_sniffed_encoding`),
     so that the batches find their texts and line blocks counted."""
     import select
@@ -801,11 +822,16 @@ def _count_child(warm: str | None = None, encoding: str = "") -> None:
         if name not in counters:
             lines = LineCounts(load_encoding(name), name)
             counted: dict[str, int] = {}
+            chars = 0
 
             def measure(text: str) -> int:
+                nonlocal chars
                 n = counted.get(text)
                 if n is None:
-                    n = counted[text] = lines(text)
+                    n = lines(text)
+                    if chars < LINE_CACHE_MAX_CHARS:  # bounded as LineCounts' blocks are
+                        counted[text] = n
+                        chars += len(text)
                 return n
 
             counters[name] = measure

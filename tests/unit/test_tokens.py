@@ -373,19 +373,20 @@ def _reference_counts(texts: list[str]) -> list[int]:
 @pytest.fixture
 def child_counter(monkeypatch: pytest.MonkeyPatch):
     """A cl100k_base counter whose queue counts in a child process (two cores wanted, small
-    batches), and the texts counted on this process's threads (``_count_batch``)."""
+    batches), and the texts counted for it on this process's threads (``_count_batch``)."""
     monkeypatch.setattr(tokens, "BATCH_CHARS", 4096)
     monkeypatch.setattr(tokens, "count_threads", lambda: 2)
     here: list[str] = []
     real = tokens._count_batch
+    counter = tokens.TokenCounter("cl100k_base")
+    counter.load()
 
     def spy(cache, measure, batch, future):
-        here.extend(batch)
+        if cache is counter._cache:  # not another test's leftovers
+            here.extend(batch)
         real(cache, measure, batch, future)
 
     monkeypatch.setattr(tokens, "_count_batch", spy)
-    counter = tokens.TokenCounter("cl100k_base")
-    counter.load()
     return counter, here
 
 
@@ -427,6 +428,61 @@ def test_a_counting_child_that_dies_loses_no_count(child_counter):
     more = ["one more text to count\n" * 50]
     counter.count_ahead(more)  # queued after the child died: counted, no hang
     assert counter.count_many(more) == _reference_counts(more)
+
+
+def test_a_child_that_dies_while_counting_loses_no_count(child_counter, monkeypatch):
+    """Killed while its batches are written, queued and counted: the unanswered ones are
+    counted here, every count is tiktoken's, and nothing more is sent to it."""
+    counter, here = child_counter
+    answered: list[int] = []
+    process_class = tokens._CountProcess
+    real_receive = process_class._receive
+
+    def receive(self):  # the child is killed once it has answered a first batch
+        real_read = self._proc.stdout.read
+
+        def read(n):
+            data = real_read(n)
+            if n > 8 and not answered:
+                answered.append(n)
+                self._proc.kill()
+            return data
+
+        self._proc.stdout.read = read
+        real_receive(self)
+
+    monkeypatch.setattr(process_class, "_receive", receive)
+    counter.prefetch(lambda: CHILD_TEXTS[::2], child=True)
+    assert counter._prefetch is not None
+    counter._prefetch.join(30)
+    assert counter.count_many(CHILD_TEXTS) == _reference_counts(CHILD_TEXTS)
+    assert answered and here  # it answered one batch, the rest was counted here
+    process = counter._queue._process or process_class  # (None once a send found it gone)
+    assert process is process_class or process._gone
+
+
+def test_a_child_that_cannot_start_leaves_the_counting_to_threads(child_counter, monkeypatch):
+    counter, here = child_counter
+    monkeypatch.setattr(tokens.sys, "executable", "/nonexistent/python")
+    counter.prefetch(lambda: CHILD_TEXTS[::2], child=True)
+    assert counter._queue._process is None
+    assert counter.count_many(CHILD_TEXTS) == _reference_counts(CHILD_TEXTS)
+    assert set(CHILD_TEXTS) <= set(here)  # all counted in this process
+
+
+def test_a_closed_child_ends_without_its_queued_batches(child_counter):
+    """Closing (the counter is collected) drops what the child had: nothing is counted
+    here for a counter nobody uses, and the child is reaped."""
+    counter, here = child_counter
+    process = tokens._CountProcess()
+    process.adopt(counter._cache)
+    batches = [tokens._Batch(counter._measure(), [t]) for t in CHILD_TEXTS]
+    assert all(process.send(b, tokens._PREFETCH) for b in batches)
+    process.close()
+    assert process._proc.wait(30) == 0
+    for b in batches:  # answered before the close, or cancelled: none counted here
+        b.exception(30) if not b.cancelled() else None
+    assert here == []
 
 
 def _session_file(tmp_path: Path, model: str) -> Path:

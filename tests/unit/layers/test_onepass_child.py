@@ -40,7 +40,8 @@ def test_the_one_pass_plans_the_same_with_a_counting_child(
         return [e.to_json() for e in result.events], rows, session
 
     events, rows, session = plan(child=True)
-    assert session.counter._queue is not None and session.counter._queue._process is not None
+    queue = session.counter._queue
+    assert queue is not None and queue._process is not None and not queue._process._gone
     alone_events, alone_rows, alone = plan(child=False)
     assert alone.counter._queue is None or alone.counter._queue._process is None
     assert events and rows[0]["tokensBefore"] > 0
