@@ -1328,10 +1328,11 @@ class PromptSizes:
         known = self._known
         fresh = [m for m in view if id(m) not in known]
         if fresh:
+            counter = self.counter
             payloads = [message_payload(m.data) for m in fresh]
-            counts = messages_tokens([m.data for m in fresh], self.counter)
+            counts = counter.count_many(payloads)  # messages_tokens, each payload built once
             for m, text, n in zip(fresh, payloads, counts, strict=True):
-                known[id(m)] = (m, len(text), n)
+                known[id(m)] = (m, len(text), n + _media(m.data, counter))
         sizes = [known[id(m)] for m in view]
         return prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
 
