@@ -1336,6 +1336,13 @@ class PromptSizes:
         sizes = [known[id(m)] for m in view]
         return prompt_sum([n for _, _, n in sizes]), sum(c for _, c, _ in sizes)
 
+    def count_ahead(self, view: Sequence[Message]) -> None:
+        """Queue the payloads of the messages of ``view`` not sized yet for counting
+        (:meth:`TokenCounter.count_ahead`), without waiting: a later :meth:`totals` of
+        ``view`` then finds them counted, or counting."""
+        known = self._known
+        self.counter.count_ahead([message_payload(m.data) for m in view if id(m) not in known])
+
     @property
     def sized(self) -> int:
         """How many distinct messages were sized so far (each exactly once)."""

@@ -262,6 +262,8 @@ def plan_onepass(
         before = current
         if new:
             current = current.extended(new)
+            # the messages this layer made are sized at the end: counted meanwhile
+            current.sizes.count_ahead(current.effective())
         rows.append((name, list(new), before, current, report))
         events.extend(new)
 

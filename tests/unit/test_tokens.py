@@ -547,3 +547,25 @@ def test_warm_counting_ends_a_child_nobody_took(monkeypatch, tmp_path):
     monkeypatch.setattr(tokens, "COUNT_PROCESS_MIN_BYTES", path.stat().st_size + 1)
     with tokens.warm_counting(str(path), None):  # or for a small file
         assert tokens._WARM.process is None
+
+
+def test_prompt_sizes_count_ahead_queues_the_messages_not_sized_yet(child_counter):
+    """``compact --layers`` queues each layer's new messages as soon as the layer has
+    planned (``PromptSizes.count_ahead``): their payloads are counted before anyone asks,
+    those already sized are not queued again, and the totals are the sizes as counted."""
+    from compactctl.model import Message
+
+    counter, here = child_counter
+    counter.prefetch(lambda: [], child=True)
+    view = [Message({"type": "message", "role": "user", "content": t}) for t in CHILD_TEXTS[:60]]
+    sizes = tokens.PromptSizes(counter)
+    sizes.totals(view[:30])
+    sent: list[list[str]] = []
+    real = counter.count_ahead
+    counter.count_ahead = lambda texts: (sent.append(list(texts)), real(sent[-1]))  # type: ignore[method-assign]
+    sizes.count_ahead(view)
+    assert sent == [[tokens.message_payload(m.data) for m in view[30:]]]
+    _settled(counter, sent[0])
+    assert here == []  # counted by the child, before totals asked for them
+    want = tokens.prompt_sum(_reference_counts([tokens.message_payload(m.data) for m in view]))
+    assert sizes.totals(view)[0] == want
