@@ -526,6 +526,27 @@ def next_turn(data: Mapping[str, Any], turn: int) -> int:
 
 
 @contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """The objects alive when the block starts (a session just read: its events) left out
+    of the cyclic garbage collector's walks until it ends (``gc.freeze``, then
+    ``gc.unfreeze``, which hands them back to the oldest generation).
+
+    Events hold no reference cycle (:func:`acyclic`), so walking them finds nothing to
+    free, and each collection of the oldest generation walks them all again. Measured on
+    the 32 MB Claude Code bench session: two such collections took 0.19-0.24 s of
+    ``compact --layers all``, whose pass makes enough objects to set them off. An object
+    that dies meanwhile is freed by reference counting as before; one in a cycle is
+    collected after the block. The freeze is process-wide: several blocks at once (threads
+    of ``serve``) only end each other's sooner.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@contextlib.contextmanager
 def acyclic() -> Iterator[None]:
     """Python's cyclic garbage collector paused for the block (re-enabled after, when it
     was on), for code that allocates many objects none of which is in a reference cycle.
