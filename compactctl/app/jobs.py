@@ -690,7 +690,7 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             :func:`compact_path`.
     """
     from compactctl.layers.onepass import plan_onepass
-    from compactctl.model import frozen_heap
+    from compactctl.model import acyclic
     from compactctl.tokens import warm_counting
 
     out, hit = fresh("compact --layers", options, path, out)
@@ -704,7 +704,7 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
                 session, resumable = _compact_session(path, options.compact, out)
                 reconcile_store(store, session, out)
                 layer = _compact_layer(options.compact, out, store, path)
-                with frozen_heap():  # the session's events: no collector walks over them
+                with acyclic():  # the session's events: no collector walks over them
                     plan = plan_onepass(session, options, compact_layer=layer)
             _raise_failed(layer, store, session.meta.key, path)
             compacted = plan.reports.get("summary") or plan.reports.get("micro")
