@@ -811,8 +811,12 @@ def _count_child(warm: str | None = None, encoding: str = "") -> None:
     ``warm`` (:func:`_warm_texts`) with ``encoding`` (empty: :func:`_sniffed_encoding`),
     so that the batches find their texts and line blocks counted."""
     import select
+    import signal
     from array import array
 
+    # Ctrl-C reaches the whole process group: the parent decides, and ends this child by
+    # closing its input (or by exiting)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     ensure_offline_encodings()
     counters: dict[str, Callable[[str], int]] = {}
 
