@@ -17,6 +17,7 @@ __all__ = [
     "ERROR_LINES_PER_RESULT",
     "error_lines",
     "found_errors",
+    "holds_error_marker",
     "located_errors",
     "pytest_counts",
     "reported_exit_code",
@@ -281,6 +282,20 @@ def located_errors(text: str) -> list[str]:
     return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
 
 
+def holds_error_marker(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`_FOUND_ERROR_MARKERS`, without which
+    :func:`found_errors` finds nothing (a loop of ``in`` tests: no generator per tool
+    output; ``eval`` tests it before hashing an output, :mod:`compactctl.evaluate.probes`).
+
+    >>> holds_error_marker("12:00 FATAL: disk"), holds_error_marker("error: lower case")
+    (True, False)
+    """
+    for marker in _FOUND_ERROR_MARKERS:  # noqa: SIM110 (the point: no generator)
+        if marker in text:
+            return True
+    return False
+
+
 def found_errors(text: str) -> list[str]:
     """Error lines inside the output of a tool that did not fail: ``ERROR``/``FATAL``
     log lines, and the final line of a Python traceback (see also :func:`located_errors`).
@@ -288,7 +303,7 @@ def found_errors(text: str) -> list[str]:
     >>> found_errors("10:... ERROR quillpad.storage LeaseExpired: lease 8525 expired")
     ['LeaseExpired: lease 8525 expired']
     """
-    if not any(marker in text for marker in _FOUND_ERROR_MARKERS):
+    if not holds_error_marker(text):
         return []
     found: list[str] = []
     lines = text.split("\n")

@@ -420,13 +420,6 @@ def test_pending_prefilter_never_skips_a_match():
         assert _may_be_pending(text, text.lower()) == (PENDING_RE.search(text) is not None), text
 
 
-def test_error_markers_are_the_summarizer_s():
-    from compactctl.evaluate.probes import _ERROR_MARKERS
-    from compactctl.summarize.extractive.failures import _FOUND_ERROR_MARKERS
-
-    assert _ERROR_MARKERS == _FOUND_ERROR_MARKERS
-
-
 def test_log_level_lines_give_found_errors_the_same_answer():
     """found_errors on the ERROR/FATAL/CRITICAL lines alone equals found_errors on the whole
     output, for every tool output of the samples and of a generated session without a
