@@ -20,8 +20,8 @@ from compactctl.summarize.extractive.failures import (
     _FAILED_RE,
     _LOCATED_ERROR_RE,
     _LOCATED_MESSAGE_RE,
-    _LOG_LEVEL_RE,
     _SHAPED_ERROR_RE,
+    _log_level,
     _may_be_error_line,
     error_lines,
 )
@@ -85,7 +85,7 @@ def _regex_would_keep(line: str) -> bool:
     if line.startswith("E ") or line == "E":
         forms.append(line[1:].strip())
     return any(r.match(form) for r in _LINE_RES for form in forms) or any(
-        _LOG_LEVEL_RE.search(form) for form in forms
+        _log_level(form) for form in forms
     )
 
 
