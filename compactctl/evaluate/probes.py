@@ -184,6 +184,12 @@ _CODE_NAME_RE = re.compile(
     r"(?<![\w./-])(?:[A-Za-z_]\w*_\w*[A-Za-z0-9]|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+"
     r"|[a-z]+[A-Z]\w*)(?![\w/-]|\.\w)"
 )
+_CODE_NAME_HINT_RE = re.compile(r"[a-z0-9][A-Z]")
+"""What a text holds when :data:`_CODE_NAME_RE` matches in it, unless it holds a ``_``
+(a ``snake_case`` name): a lower-case letter or a digit then a capital (``CamelCase``,
+``camelCase``). Searched first (a one-character class, where the name pattern's lookbehind
+is tried at every position): the user texts of the 200 MB ``make bench`` corpus, 116 of
+2,089 with a name, took 8.1 ms against 22.1 ms for the pattern alone."""
 _BACKTICKED_NAME_RE = re.compile(r"`([A-Za-z_][\w.]{2,60})(?:\(\))?`")
 _PYTEST_HEADER_RE = re.compile(r"^_{3,} ([\w.\[\]-]+) _{3,}$", re.MULTILINE)
 _DECISION_LABEL_RE = re.compile(
@@ -420,8 +426,9 @@ class _Collector:
             for name in _BACKTICKED_NAME_RE.findall(text):
                 if not pathlike(name):
                     self.add("identifier", name)
-            for name in _CODE_NAME_RE.findall(text):
-                self.add("identifier", name)
+            if "_" in text or _CODE_NAME_HINT_RE.search(text):
+                for name in _CODE_NAME_RE.findall(text):
+                    self.add("identifier", name)
 
     # -- assistant messages
 
