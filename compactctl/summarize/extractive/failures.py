@@ -17,6 +17,7 @@ __all__ = [
     "ERROR_LINES_PER_RESULT",
     "error_lines",
     "found_errors",
+    "holds_error_marker",
     "located_errors",
     "pytest_counts",
     "reported_exit_code",
@@ -97,7 +98,11 @@ _EXC_IN_LINE_RE = re.compile(r"(?<![\w.])(?:[a-z_][\w]*\.)*(?P<name>[A-Z][A-Za-z
 _ERROR_PREFIX_RE = re.compile(
     r"^(?:error|fatal|panic|ERROR|FATAL|PANIC|Error)(?:\[\w+\])?[:!]\s*\S"
 )
-_LOG_LEVEL_RE = re.compile(r"\b(?P<level>ERROR|FATAL|CRITICAL)\b")
+_LOG_LEVEL_RE = re.compile(r"(?P<level>ERROR|FATAL|CRITICAL)\b")
+"""A log level word; the word boundary before it is :func:`_log_level`'s to check: ``re``
+looks for the first letters of a pattern that opens with letters, and tries one that opens
+with ``\\b`` at every position (on the 13,054 log lines of the tool outputs of the 200 MB
+``make bench`` corpus: 7.0 ms against 12.4 ms)."""
 #: A compiler or type checker's located error line, kept verbatim: ``src/a.py:42: error:
 #: ...`` (mypy), ``a.c:3:5: error: ...`` (gcc, clang), ``a.ts(3,5): error TS2322: ...``
 #: (tsc), ``/x/a.py:4:9 - error: ...`` (pyright), ``a.rs:3:5: error[E0308]: ...``.
@@ -223,7 +228,7 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
             or _LOCATED_MESSAGE_RE.match(line)
         ):
             lines.append(line)
-        elif _LOG_LEVEL_RE.search(line):
+        elif _log_level(line):
             lines.append(_log_error(line))
     if not lines:
         lines = failed_messages
@@ -234,12 +239,31 @@ def error_lines(text: str) -> tuple[list[str], list[str]]:
     return dedupe_exact(lines)[:ERROR_LINES_PER_RESULT], dedupe_exact(tests)
 
 
+def _log_level(line: str) -> re.Match[str] | None:
+    """The first ``ERROR``, ``FATAL`` or ``CRITICAL`` of ``line`` that stands as a word: the
+    first match of ``\\b(?P<level>ERROR|FATAL|CRITICAL)\\b`` (:data:`_LOG_LEVEL_RE` with its
+    opening ``\\b`` tested here: no word character, as ``re`` reads ``\\w``, before it).
+
+    >>> _log_level("xERROR ERRORS FATAL: y").start(), _log_level("ERRORx") is None
+    (14, True)
+    """
+    match = _LOG_LEVEL_RE.search(line)
+    while match is not None:
+        start = match.start()
+        before = line[start - 1] if start else " "
+        if not (before.isalnum() or before == "_"):
+            return match
+        match = _LOG_LEVEL_RE.search(line, start + 1)
+    return None
+
+
 def _log_error(line: str) -> str:
     """From an ERROR log line, the part from the exception name (or the level) on."""
-    for match in _EXC_IN_LINE_RE.finditer(line):
-        if _exception_name(match.group("name")):
-            return line[match.start() :]
-    level = _LOG_LEVEL_RE.search(line)
+    if ":" in line:  # every match of _EXC_IN_LINE_RE holds one (it is tried at each position)
+        for match in _EXC_IN_LINE_RE.finditer(line):
+            if _exception_name(match.group("name")):
+                return line[match.start() :]
+    level = _log_level(line)
     return line[level.start() :] if level else line
 
 
@@ -281,6 +305,20 @@ def located_errors(text: str) -> list[str]:
     return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
 
 
+def holds_error_marker(text: str) -> bool:
+    """Whether ``text`` holds one of :data:`_FOUND_ERROR_MARKERS`, without which
+    :func:`found_errors` finds nothing (a loop of ``in`` tests: no generator per tool
+    output; ``eval`` tests it before hashing an output, :mod:`compactctl.evaluate.probes`).
+
+    >>> holds_error_marker("12:00 FATAL: disk"), holds_error_marker("error: lower case")
+    (True, False)
+    """
+    for marker in _FOUND_ERROR_MARKERS:  # noqa: SIM110 (the point: no generator)
+        if marker in text:
+            return True
+    return False
+
+
 def found_errors(text: str) -> list[str]:
     """Error lines inside the output of a tool that did not fail: ``ERROR``/``FATAL``
     log lines, and the final line of a Python traceback (see also :func:`located_errors`).
@@ -288,7 +326,7 @@ def found_errors(text: str) -> list[str]:
     >>> found_errors("10:... ERROR quillpad.storage LeaseExpired: lease 8525 expired")
     ['LeaseExpired: lease 8525 expired']
     """
-    if not any(marker in text for marker in _FOUND_ERROR_MARKERS):
+    if not holds_error_marker(text):
         return []
     found: list[str] = []
     lines = text.split("\n")
@@ -301,7 +339,7 @@ def found_errors(text: str) -> list[str]:
         ):
             continue  # _FOUND_ERROR_MARKERS: neither branch below can fire on this line
         line = raw.strip()
-        if _LOG_LEVEL_RE.search(line) and not line.startswith(("def ", "class ", "#", "//")):
+        if _log_level(line) and not line.startswith(("def ", "class ", "#", "//")):
             found.append(_log_error(line))
         elif line.startswith("Traceback (most recent call last)"):
             for after in lines[index + 1 :]:

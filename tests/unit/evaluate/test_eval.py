@@ -420,11 +420,23 @@ def test_pending_prefilter_never_skips_a_match():
         assert _may_be_pending(text, text.lower()) == (PENDING_RE.search(text) is not None), text
 
 
-def test_error_markers_are_the_summarizer_s():
-    from compactctl.evaluate.probes import _ERROR_MARKERS
-    from compactctl.summarize.extractive.failures import _FOUND_ERROR_MARKERS
+def test_code_name_hint_is_in_every_text_with_a_code_name():
+    """_CODE_NAME_HINT_RE (or a "_") is in every text _CODE_NAME_RE finds a name in: the
+    names of each shape, next to letters, digits, dots and slashes, and the user texts of
+    the samples."""
+    from compactctl.evaluate.probes import _CODE_NAME_HINT_RE, _CODE_NAME_RE
 
-    assert _ERROR_MARKERS == _FOUND_ERROR_MARKERS
+    names = ["page_of", "_x1", "PageOf", "Page2Of", "HTTPServer", "pageOf", "iOS", "a1B",
+             "ÄbcDef", "xÄy", "Ab", "ab", "AB", "a.b", "a/b"]  # fmt: skip
+    texts = [f"{a}{n}{b}" for n in names for a in ("", " ", ".", "x") for b in ("", " ", "()")]
+    for name in FIXTURES:
+        session = Session.open(str(SAMPLES / name), encoding="estimate")
+        texts += [e.text for e in session.events
+                  if isinstance(e, Message) and e.role == "user"]  # fmt: skip
+    with_names = [t for t in texts if _CODE_NAME_RE.findall(t)]
+    assert len(with_names) >= 20
+    for text in with_names:
+        assert "_" in text or _CODE_NAME_HINT_RE.search(text), text
 
 
 def test_log_level_lines_give_found_errors_the_same_answer():

@@ -19,8 +19,8 @@ from compactctl.summarize.extractive.failures import (
     _FAILED_RE,
     _LOCATED_ERROR_RE,
     _LOCATED_MESSAGE_RE,
-    _LOG_LEVEL_RE,
     _SHAPED_ERROR_RE,
+    _log_level,
     _may_be_error_line,
     error_lines,
 )
@@ -83,7 +83,7 @@ def _regex_would_keep(line: str) -> bool:
     if line.startswith("E ") or line == "E":
         forms.append(line[1:].strip())
     return any(r.match(form) for r in _LINE_RES for form in forms) or any(
-        _LOG_LEVEL_RE.search(form) for form in forms
+        _log_level(form) for form in forms
     )
 
 
@@ -192,7 +192,7 @@ def test_states_constraint_is_the_same_without_its_word_checks(sentence: str) ->
             assert holds_word(sentence, words), (sentence, pattern.pattern)
     with pytest.MonkeyPatch.context() as patched:
         fast = states_constraint(sentence)
-        patched.setattr(intent, "_may_hold", lambda low, words: True)
+        patched.setattr(intent, "may_hold", lambda low, words: True)
         assert states_constraint(sentence) == fast
 
 
@@ -203,7 +203,7 @@ def test_states_constraint_is_the_same_without_its_word_checks_on_fixtures(
     assert len(sentences) > 1000
     fast = {s: states_constraint(s) for s in sentences}
     assert any(fast.values()) and not all(fast.values())
-    monkeypatch.setattr(intent, "_may_hold", lambda low, words: True)
+    monkeypatch.setattr(intent, "may_hold", lambda low, words: True)
     assert {s: states_constraint(s) for s in sentences} == fast
 
 
