@@ -98,7 +98,9 @@ def test_effective_is_cached_and_a_fresh_list(tmp_path):
 
 
 def test_prompt_totals_are_summed_once_per_session(tmp_path, monkeypatch):
-    p = write_jsonl(tmp_path / "s.jsonl", [msg("u1", "user", "a" * 40), msg("a1", "assistant", "b")])
+    p = write_jsonl(
+        tmp_path / "s.jsonl", [msg("u1", "user", "a" * 40), msg("a1", "assistant", "b")]
+    )
     s = Session.open(str(p), encoding="estimate", context_window=1000)
     calls: list[int] = []
     real = tokens.PromptSizes.totals
