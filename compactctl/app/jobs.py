@@ -547,10 +547,11 @@ def replanned(path: str, attempt: Callable[[], dict[str, Any]]) -> dict[str, Any
     written by either attempt).
 
     The cyclic garbage collector is paused meanwhile (:func:`~compactctl.model.acyclic`):
-    a job holds one session's events (no reference cycle) while its layers allocate, so
-    each collection of the oldest generation walked them all again for nothing (two or
+    a job holds one session's events (no reference cycle) while it reads, plans and writes,
+    so each collection of the oldest generation walked them all again for nothing (two or
     three of them, 0.1-0.17 s of main-thread CPU in ``compact --force --layers all`` on
     the 32 MB Claude Code bench session, which leaves a few hundred objects in cycles).
+    Every job that changes transcripts runs here, the one pass included.
     """
     with acyclic():
         return _replanned(path, attempt)
@@ -701,7 +702,6 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
             :func:`compact_path`.
     """
     from compactctl.layers.onepass import plan_onepass
-    from compactctl.model import acyclic
     from compactctl.tokens import warm_counting
 
     out, hit = fresh("compact --layers", options, path, out)
@@ -715,8 +715,7 @@ def layers_path(path: str, options: Any, out: OutputOptions) -> dict[str, Any]:
                 session, resumable = _compact_session(path, options.compact, out)
                 reconcile_store(store, session, out)
                 layer = _compact_layer(options.compact, out, store, path)
-                with acyclic():  # the session's events: no collector walks over them
-                    plan = plan_onepass(session, options, compact_layer=layer)
+                plan = plan_onepass(session, options, compact_layer=layer)
             _raise_failed(layer, store, session.meta.key, path)
             compacted = plan.reports.get("summary") or plan.reports.get("micro")
             rows = [row.to_json() for row in plan.rows]
