@@ -227,6 +227,7 @@ class Session:
         self._encoding = encoding
         self._context_window = context_window
         self._effective: View | None = None
+        self._totals: tuple[int, int] | None = None  # the prompt totals of _effective
         # an extended session's context is replayed from its base's: (base, new events)
         self._base: tuple[Session, Sequence[Event]] | None = None
 
@@ -378,7 +379,20 @@ class Session:
 
     def prompt_estimate(self) -> int:
         """The prompt estimate of the effective context, in tokens (:attr:`sizes`)."""
-        return self.sizes.totals(self._view())[0]
+        return self.prompt_totals()[0]
+
+    def prompt_totals(self) -> tuple[int, int]:
+        """``(tokens, chars)`` of the effective context (:meth:`PromptSizes.totals
+        <compactctl.tokens.PromptSizes.totals>`), summed once per session: its context
+        never changes, and ``compact --layers`` asks for each session's size twice (as one
+        layer's after and the next one's before) besides the layers' own sizing.
+
+        Raises:
+            ValueError: the counter's encoding is unavailable.
+        """
+        if self._totals is None:
+            self._totals = self.sizes.totals(self._view())
+        return self._totals
 
     @cached_property
     def messages(self) -> int:

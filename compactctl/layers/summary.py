@@ -460,7 +460,7 @@ def _plan_compact(
     window = session.meta.context_window
     view = session.effective()
     sizes = session.sizes
-    before, chars_before = sizes.totals(view)
+    before, chars_before = session.prompt_totals()
     trigger = "reactive" if opts.reactive else ("manual" if opts.force else "auto")
     manual = opts.force or opts.reactive
     report = CompactReport(

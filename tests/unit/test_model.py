@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from compactctl.model import Message, OtherEvent, SummaryEvent
+import gc
+import weakref
+
+from compactctl.model import Message, OtherEvent, SummaryEvent, acyclic
 from tests.helpers import read_events
 
 
@@ -34,3 +37,26 @@ def test_evolve_never_mutates():
 def test_unknown_types_preserved():
     (e,) = read_events(b'{"type":"file-history-snapshot","snapshot":{"x":1}}\n')
     assert isinstance(e, OtherEvent) and e.data["snapshot"] == {"x": 1}
+
+
+class _Node:
+    """An object that can be in a reference cycle and be watched by a weak reference."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_acyclic_moves_what_it_kept_to_the_oldest_generation_and_cycles_are_still_freed():
+    assert gc.isenabled()
+    with acyclic():
+        assert not gc.isenabled()
+        kept = [{"n": i, "parts": [i]} for i in range(50)]
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a  # a cycle, dropped inside the block
+        watch = weakref.ref(a)
+        del a, b
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # nothing left frozen
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert id(kept[0]) in oldest and id(kept[-1]["parts"]) in oldest
+    gc.collect()
+    assert watch() is None  # the cycle was freed by the next full collection

@@ -97,6 +97,27 @@ def test_effective_is_cached_and_a_fresh_list(tmp_path):
     assert [m.uuid for m in s.effective()] == ["u1", "a1"]
 
 
+def test_prompt_totals_are_summed_once_per_session(tmp_path, monkeypatch):
+    p = write_jsonl(
+        tmp_path / "s.jsonl", [msg("u1", "user", "a" * 40), msg("a1", "assistant", "b")]
+    )
+    s = Session.open(str(p), encoding="estimate", context_window=1000)
+    calls: list[int] = []
+    real = tokens.PromptSizes.totals
+
+    def totals(self, view):
+        calls.append(len(view))
+        return real(self, view)
+
+    monkeypatch.setattr(tokens.PromptSizes, "totals", totals)
+    expected = real(s.sizes, s.effective())
+    assert s.prompt_totals() == expected and s.prompt_estimate() == expected[0]
+    assert calls == [2]  # the second ask is the first one's answer
+    later = s.extended([])  # another session sharing the sizes: its own sum, once
+    assert later.prompt_estimate() == expected[0] and later.prompt_totals() == expected
+    assert calls == [2, 2]
+
+
 def test_a_large_canonical_file_loads_its_sessions_encoding(no_encodings):
     # small-s1's session names claude-sonnet-4-5: cl100k_base
     Session.open(str(SAMPLE))
