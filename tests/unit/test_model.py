@@ -60,3 +60,15 @@ def test_acyclic_moves_what_it_kept_to_the_oldest_generation_and_cycles_are_stil
     assert id(kept[0]) in oldest and id(kept[-1]["parts"]) in oldest
     gc.collect()
     assert watch() is None  # the cycle was freed by the next full collection
+
+
+def test_acyclic_leaves_what_the_program_froze_frozen():
+    held = [{"frozen": "by the host program"}]
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        with acyclic():
+            more = [{"n": i} for i in range(10)]
+        assert gc.get_freeze_count() == before and gc.isenabled() and more and held
+    finally:
+        gc.unfreeze()
