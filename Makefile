@@ -38,7 +38,7 @@ stress: install
 	COMPACTCTL_LIVE_TRIALS=1000 COMPACTCTL_STRESS=1 $(BIN)/python -m pytest tests/system/test_live_writer.py -q -s
 
 # The real agents (issue 17): the pinned npm versions of scripts/agents/record.py VERSIONS,
-# installed OUTSIDE the repository (about 760 MB) in $COMPACTCTL_AGENTS_CACHE
+# installed OUTSIDE the repository (about 1.2 GB with all four agents) in $COMPACTCTL_AGENTS_CACHE
 # (default ~/.cache/compactctl-agents); tests/system/agents drives them when they are there.
 agents: install
 	$(BIN)/python scripts/agents/record.py --install

@@ -787,11 +787,14 @@ class _CountProcess:
         self.close()
 
     def close(self) -> None:
-        """End the child: batches not written are dropped, those it has are not answered
-        (its owner closes it when no caller can wait for them any more: the counter is
-        collected, or :func:`warm_counting` ends with nobody having taken it over)."""
+        """End the child now (it is killed: what it counts is of no use any more): batches
+        not written are dropped, those it has are not answered. Its owner closes it when no
+        caller can wait for them: the counter is collected (at the latest when the program
+        exits), or :func:`warm_counting` ends with nobody having taken it over."""
         self._closed = True
-        self._frames.put(None)
+        self._frames.put(None)  # the writer closes its input and reaps it
+        with contextlib.suppress(OSError):
+            self._proc.kill()
 
 
 CHILD_EXIT_SECONDS = 60
@@ -815,7 +818,8 @@ def _count_child(warm: str | None = None, encoding: str = "") -> None:
     from array import array
 
     # Ctrl-C reaches the whole process group: the parent decides, and ends this child by
-    # closing its input (or by exiting)
+    # killing it or closing its input; a parent killed outright closes its input and its
+    # answers' pipe, so the child ends with the batch it counts (at most BATCH_CHARS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ensure_offline_encodings()
     counters: dict[str, Callable[[str], int]] = {}

@@ -14,7 +14,9 @@ cp fixtures/samples/small-s1.claude-code.jsonl "$DEMO/claude-session.jsonl"
 touch -d '1 hour ago' "$DEMO/session.jsonl"
 export COMPACTCTL_DB="$DEMO/compactctl.db"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; "$@"; }
+# the command lines in bold on a terminal (NO_COLOR unset), plain elsewhere
+if [ -t 2 ] && [ -z "${NO_COLOR:-}" ]; then B=$'\033[1m' R=$'\033[0m'; else B='' R=''; fi
+step() { printf '\n%s$ %s%s\n' "$B" "$*" "$R" >&2; "$@"; }
 
 echo "== 1. What is in a long session (prompt estimate, biggest tool outputs, findings)"
 step $BIN/compactctl inspect "$DEMO/session.jsonl"
@@ -32,7 +34,7 @@ step $BIN/compactctl eval --min-retention 0.9 --min error=1 --json "$DEMO/sessio
   && echo "CI gate passed (exit 0): retention >= 0.9, every error line kept"
 
 echo "== 4. The layers as a pipe: rules | dedup | compact, stdin to stdout"
-printf '\n\033[1m$ compactctl rules - < small.jsonl | compactctl dedup - | compactctl compact --force --materialize - > context.jsonl\033[0m\n'
+printf '\n%s$ compactctl rules - < small.jsonl | compactctl dedup - | compactctl compact --force --materialize - > context.jsonl%s\n' "$B" "$R" >&2
 $BIN/compactctl rules - < "$DEMO/small.jsonl" | $BIN/compactctl dedup - \
   | $BIN/compactctl compact --force --materialize - > "$DEMO/context.jsonl"
 echo "context.jsonl: $(grep -c '"type":"message"' "$DEMO/context.jsonl") messages (from $(grep -c '"type":"message"' "$DEMO/small.jsonl"))"

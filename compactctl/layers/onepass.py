@@ -57,8 +57,8 @@ def parse_layers(text: str) -> tuple[str, ...]:
     :data:`LAYER_ORDER`, in that order, each once; ``all`` for every layer.
 
     Raises:
-        UsageError: an unknown, repeated or out-of-order name, or none (exit 2; the message
-            lists the valid names).
+        UsageError: an unknown, repeated or out-of-order name, none, or ``all`` with others
+            (exit 2; the message lists the valid names).
 
     >>> parse_layers("all") == LAYER_ORDER, parse_layers("rules, summary")
     (True, ('rules', 'summary'))
@@ -67,6 +67,8 @@ def parse_layers(text: str) -> tuple[str, ...]:
     valid = f"valid names, in their order: {','.join(LAYER_ORDER)} (or all)"
     if names == ("all",):
         return LAYER_ORDER
+    if "all" in names:
+        raise UsageError(f"--layers: all names every layer and stands alone, not in {text!r}")
     unknown = [n for n in names if n not in LAYER_ORDER]
     if unknown or not names:
         what = f"unknown layer {unknown[0]!r}" if unknown else "no layer named"

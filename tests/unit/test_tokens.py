@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from pathlib import Path
 
@@ -480,7 +481,7 @@ def test_a_closed_child_ends_without_its_queued_batches(child_counter):
     batches = [tokens._Batch(counter._measure(), [t]) for t in CHILD_TEXTS]
     assert all(process.send(b, tokens._PREFETCH) for b in batches)
     process.close()
-    assert process._proc.wait(30) == 0
+    assert process._proc.wait(30) == -signal.SIGKILL  # killed, and reaped
     for b in batches:  # answered before the close, or cancelled: none counted here
         b.exception(30) if not b.cancelled() else None
     assert here == []
@@ -531,7 +532,7 @@ def test_warm_counting_ends_a_child_nobody_took(monkeypatch, tmp_path):
     with tokens.warm_counting(str(path), None):
         warm = tokens._WARM.process
         assert warm is not None
-    assert warm._proc.wait(30) == 0  # closed at the block's end
+    assert warm._proc.wait(30) == -signal.SIGKILL  # killed at the block's end
     assert tokens._WARM.process is None
     with tokens.warm_counting(str(path), "estimate"):  # no child for estimates,
         assert tokens._WARM.process is None

@@ -26,6 +26,7 @@ def test_layers_are_normalised(given, expected) -> None:
         (("tiers", "rules"), "'tiers,rules' is out of order"),
         ((), "no layer named"),
         (("dedup", "dedup"), "a layer named twice"),
+        ("all,rules", "all names every layer and stands alone"),
     ],
 )
 def test_bad_layers_are_refused(given, message) -> None:
