@@ -900,17 +900,20 @@ WARM_POLL_CHARS = 1 << 16
 
 def _warm_texts(path: str) -> Iterable[str]:
     """The strings of a JSON-lines transcript, line by line, those of 16 characters or
-    more: the texts its messages are made of (a tool result, an answer, a file read),
-    mostly as the session's payloads hold them. What they count only fills caches: a
-    payload made otherwise is counted when it comes."""
-
+    more holding a space or a newline: the texts its messages are made of (a tool result,
+    an answer, a file read), mostly as the session's payloads hold them, and not the ids,
+    timestamps and paths of each record (on the 32 MB bench session 104,226 such strings
+    of 3.1M characters, each a tiktoken call, against 12,980 texts of 22.7M). What they
+    count only fills caches: a payload made otherwise is counted when it comes."""
     with open(path, "rb") as fh:
         for line in fh:
             try:
                 data = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            yield from (s for s in string_leaves(data) if len(s) >= 16)
+            for s in string_leaves(data):
+                if len(s) >= 16 and (" " in s or "\n" in s):
+                    yield s
 
 
 def _sniffed_encoding(path: str) -> str:
