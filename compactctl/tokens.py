@@ -695,8 +695,7 @@ class _CountProcess:
             for target in (self._receive, self._write):
                 threading.Thread(target=target, name="compactctl-count-pipe", daemon=True).start()
         except RuntimeError as exc:  # no thread to be had (a process limit)
-            self.close()
-            self._proc.kill()
+            self.close()  # kills it
             self._proc.wait()
             raise OSError(f"no thread for the counting child: {exc}") from exc
 
@@ -730,10 +729,8 @@ class _CountProcess:
         return not gone
 
     def _write(self) -> None:
-        """Write the queued batches to the child, in order; after :meth:`close`, close its
-        input and reap it."""
-        import subprocess
-
+        """Write the queued batches to the child, in order; after :meth:`close` (which
+        kills it) or once it is gone, close its input and reap it."""
         assert self._proc.stdin is not None
         write = self._proc.stdin.write
         try:
@@ -745,12 +742,8 @@ class _CountProcess:
         except (OSError, ValueError):  # the child is gone: the reader counts what was sent
             pass
         with contextlib.suppress(OSError):
-            self._proc.stdin.close()  # the child ends after the batch it counts
-        try:
-            self._proc.wait(CHILD_EXIT_SECONDS)  # reaped: no zombie in a long-lived process
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+            self._proc.stdin.close()
+        self._proc.wait()  # reaped: no zombie in a long-lived process
 
     def _receive(self) -> None:
         """File the child's answers; when it ends or answers wrongly, count here what it
@@ -797,10 +790,6 @@ class _CountProcess:
             self._proc.kill()
 
 
-CHILD_EXIT_SECONDS = 60
-"""Seconds a counting child may take to end once its input is closed (it finishes the
-batch it counts, at most :data:`BATCH_CHARS` characters) before it is killed."""
-
 PIPE_BYTES = 1 << 20
 """Bytes (1 MiB, Linux's default maximum for a user) of the pipe to a counting child: the
 child takes in every batch written while it counts, in few reads."""
@@ -822,28 +811,12 @@ def _count_child(warm: str | None = None, encoding: str = "") -> None:
     # answers' pipe, so the child ends with the batch it counts (at most BATCH_CHARS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ensure_offline_encodings()
-    counters: dict[str, Callable[[str], int]] = {}
+    counters: dict[str, TokenCounter] = {}  # by encoding: each text, each line block once
 
     def counter(name: str) -> Callable[[str], int]:
-        """The count of encoding ``name``: :class:`LineCounts`, and whole texts kept (for
-        those of one line block, which it does not keep)."""
         if name not in counters:
-            lines = LineCounts(load_encoding(name), name)
-            counted: dict[str, int] = {}
-            chars = 0
-
-            def measure(text: str) -> int:
-                nonlocal chars
-                n = counted.get(text)
-                if n is None:
-                    n = lines(text)
-                    if chars < LINE_CACHE_MAX_CHARS:  # bounded as LineCounts' blocks are
-                        counted[text] = n
-                        chars += len(text)
-                return n
-
-            counters[name] = measure
-        return counters[name]
+            counters[name] = TokenCounter(name)
+        return counters[name].count
 
     fd = sys.stdin.fileno()
     pending = bytearray()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from compactctl.summarize.summary_format import SECTIONS
+from compactctl.text import string_leaves
 from tests.fakes import judge_grades
 from tests.helpers import SAMPLES, run_cli, write_jsonl
 
@@ -32,17 +33,6 @@ SUMMARY = (
 
 def _leaks(text: str, cases: list[Secret] = CASES) -> list[tuple[str, str]]:
     return [(c.kind, v) for c in cases for v in c.values if v in text]
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
 
 
 def _store_texts(db: Path) -> list[str]:
@@ -137,7 +127,7 @@ def _every_case_was_sent(prompt: str) -> None:
 
 def test_the_session_holds_every_secret(secrets_session: Path) -> None:
     raw = secrets_session.read_text()
-    decoded = "\n".join(_strings([json.loads(line) for line in raw.splitlines()]))
+    decoded = "\n".join(string_leaves([json.loads(line) for line in raw.splitlines()]))
     assert _leaks(decoded) == [(c.kind, v) for c in CASES for v in c.values]
 
 
@@ -152,7 +142,7 @@ def test_extractive_compact_and_tiers_write_no_secret(secrets_session: Path, tmp
     records = [json.loads(line) for line in appended.splitlines()]
     assert [r["type"] for r in records] == ["compact", "summary", "summary"]
     assert records[2]["tiers"] and "[REDACTED:" in records[1]["summaryText"]
-    written = "\n".join([appended, output, out.read_text(), *_strings(records)])
+    written = "\n".join([appended, output, out.read_text(), *string_leaves(records)])
     assert _leaks(written) == []
     texts = _store_texts(db)
     assert any("[REDACTED:" in t for t in texts)  # the tier texts are stored
@@ -177,9 +167,9 @@ def test_model_requests_and_writes_hold_no_secret(
     judged = len(bodies) - summaries - tiers
     assert summaries >= 1 and tiers == 2 and judged >= 8
     for body in bodies:
-        sent = "\n".join(_strings(json.loads(body)["messages"]))
+        sent = "\n".join(string_leaves(json.loads(body)["messages"]))
         assert _leaks(sent) == [] and _leaks(body.decode()) == []
-    prompt = "\n".join(_strings(json.loads(bodies[0])["messages"]))
+    prompt = "\n".join(string_leaves(json.loads(bodies[0])["messages"]))
     assert "TRANSCRIPT SPAN" in prompt
     _every_case_was_sent(prompt)
     appended = secrets_session.read_bytes()[len(before) :].decode()
@@ -203,8 +193,8 @@ def test_every_case_in_every_place_reaches_no_request(
     assert len(bodies) >= 1
     for body in bodies:
         assert _leaks(body.decode()) == []
-        assert _leaks("\n".join(_strings(json.loads(body)["messages"]))) == []
-    _every_case_was_sent("\n".join(_strings(json.loads(bodies[0])["messages"])))
+        assert _leaks("\n".join(string_leaves(json.loads(body)["messages"]))) == []
+    _every_case_was_sent("\n".join(string_leaves(json.loads(bodies[0])["messages"])))
     appended = path.read_bytes()[len(before) :].decode()
     assert '"type":"summary"' in appended
     assert _leaks(appended + output) == []
@@ -225,4 +215,4 @@ def test_a_lone_surrogate_in_the_session_reaches_the_model_as_fffd(
            "COMPACTCTL_NUM_RETRIES": "0", "COMPACTCTL_TORN_WAIT": "0"}  # fmt: skip
     _run("compact", "--force", "--model", MODEL, "--db", "", str(session), env=env)
     assert len(bodies) >= 1
-    assert "\ufffd" in "".join(_strings(json.loads(bodies[0])["messages"]))
+    assert "\ufffd" in "".join(string_leaves(json.loads(bodies[0])["messages"]))
