@@ -121,9 +121,12 @@ def history_entry(
     """The ``history`` item of ``inspect --json`` for a compact, summary or revert event:
     ``{"line", "type", "uuid", "mode", "targets"}`` (compact; ``targets`` a count),
     ``{"line", "type", "uuid", "format", "model", "triggerMode", "replaces", "tiers"}``
-    (summary; ``replaces`` a count, ``tiers`` the tier names) or ``{"line", "type", "uuid",
-    "reverts"}`` (revert: the uuids it takes back), then ``stats`` when recorded,
-    ``timestamp``, and ``revertedBy`` (the revert's uuid) for a compaction taken back."""
+    (summary; ``replaces`` a count of uuids, ``tiers`` the tier names, and ``supersedes``,
+    the uuid of the summary it takes the place of, for the one ``tiers`` appends: its
+    ``replaces`` counts that summary too; ``selectedTier``, the tier replay shows, when one
+    is) or ``{"line", "type", "uuid", "reverts"}`` (revert:
+    the uuids it takes back), then ``stats`` when recorded, ``timestamp``, and
+    ``revertedBy`` (the revert's uuid) for a compaction taken back."""
     entry: dict[str, Any] = {"line": e.line, "type": e.type, "uuid": e.uuid}
     if isinstance(e, RevertEvent):
         entry["reverts"] = e.targets
@@ -136,6 +139,9 @@ def history_entry(
         entry["triggerMode"] = e.data.get("triggerMode")
         entry["replaces"] = len(e.replaces)
         entry["tiers"] = sorted(e.tiers)
+        for key in ("supersedes", "selectedTier"):
+            if isinstance(e.data.get(key), str):
+                entry[key] = e.data[key]
     if "stats" in e.data:
         entry["stats"] = e.data["stats"]
     entry["timestamp"] = e.data.get("timestamp")

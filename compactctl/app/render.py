@@ -96,6 +96,7 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
         )
     if r["history"]:
         lines += ["", "  compaction history:"]
+        messages: dict[str, tuple[int, Any]] = {}  # uuid: (messages replaced, line)
         for h in r["history"]:
             if h["type"] == "revert":
                 n = len(h["reverts"])
@@ -103,6 +104,14 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
                 continue
             what = h.get("mode") or h.get("format") or "-"
             n = h.get("targets", h.get("replaces", 0))
+            if h.get("tiers"):
+                what += f" with tiers {', '.join(h['tiers'])}"
+            if "supersedes" in h:  # tiers' summary: it replaces the old summary's messages
+                n, old_line = messages.get(h["supersedes"], (n - 1, None))
+                what += f" in place of line {old_line}'s" if old_line else " in place of another"
+            messages[h["uuid"]] = (n, h["line"])
+            if "selectedTier" in h:  # the stats below are the whole summary's
+                what += f" (replay shows {h['selectedTier']})"
             stats = h.get("stats") or {}
             saved = ""
             if isinstance(stats, dict) and "tokensBefore" in stats and "tokensAfter" in stats:

@@ -112,3 +112,35 @@ def test_every_changing_command_writes_history_and_inspect_store(tmp_path: Path)
     assert doc["sessionsInBreaker"] == []
     r = run_cli("inspect", "--db", str(db))
     assert r.returncode == 0 and b"runs by command: " in r.stdout
+
+
+def test_inspect_history_names_the_tiers_summary_and_what_it_replaces(tmp_path: Path):
+    """The summary ``tiers`` appends replaces the old summary's messages and the old summary:
+    inspect's history says so (its messages counted once, the line it takes the place of, the
+    tier replay shows), and ``--json`` gives ``supersedes`` and ``selectedTier``."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    env = {"COMPACTCTL_DB": str(tmp_path / "state.db")}
+    assert run_cli("compact", "--force", str(path), env=env).returncode == 0
+    assert run_cli("tiers", str(path), env=env).returncode == 0
+    assert run_cli("tiers", "--tier", "L0", str(path), env=env).returncode == 0
+    table = run_cli("inspect", str(path)).stdout.decode()
+    text = table.split("compaction history:\n", 1)[1].split("\n\n", 1)[0]
+    history = [line.strip() for line in text.splitlines()]
+    summary, first, second = history[1:]
+    lines = [int(line.split(":", 1)[0].removeprefix("line ")) for line in history]
+    assert summary.startswith(f"line {lines[1]}: summary sections, 54 messages, ")
+    assert first.startswith(
+        f"line {lines[2]}: summary sections with tiers L0, L1, L2 in place of line "
+        f"{lines[1]}'s, 54 messages, "
+    )
+    assert second.startswith(
+        f"line {lines[3]}: summary sections with tiers L0, L1, L2 in place of line "
+        f"{lines[2]}'s (replay shows L0), 54 messages, "
+    )
+    doc = orjson.loads(run_cli("inspect", "--json", str(path)).stdout)
+    entries = doc["files"][0]["history"]
+    assert [e.get("supersedes") for e in entries] == [None, None, entries[1]["uuid"],
+                                                      entries[2]["uuid"]]  # fmt: skip
+    assert [e.get("selectedTier") for e in entries] == [None, None, None, "L0"]
+    assert [e.get("replaces") for e in entries] == [None, 54, 55, 56]
