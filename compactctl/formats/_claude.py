@@ -100,7 +100,13 @@ class ClaudeBuilder:
       ``toolUseResult`` copy goes to ``duplicateBytes`` on the first of them;
     - a prompt starts a turn; ``isMeta`` and tag-wrapped injected text stay in the turn as
       ``user`` messages with ``isMeta: true``;
-    - ``compact_boundary`` + the ``isCompactSummary`` line become one SummaryEvent.
+    - ``compact_boundary`` + the ``isCompactSummary`` line become one SummaryEvent, which
+      replaces the messages before the boundary: Claude Code sends everything after it, so
+      a message between the two lines (the first request ``compact --as native`` keeps)
+      stays. When nothing comes before the boundary (a session continued from a summary of
+      messages not in its file), the summary is a ``user`` message with ``summaryOf`` at
+      its line, as in an effective context; a boundary whose summary line never comes
+      replaces the messages before it with a placeholder text (:data:`MISSING_SUMMARY`).
 
     Events accumulate in :attr:`out`; :meth:`drain` hands out those that can no longer change.
     """
@@ -197,7 +203,6 @@ class ClaudeBuilder:
         if not isinstance(message, dict):
             self.add_foreign(record, line, "assistant", reason="noMessage")
             return
-        self._flush_boundary()
         mid = message.get("id")
         if self._asst is None or mid is None or mid != self._asst_id:
             self.close_assistant()
@@ -236,7 +241,6 @@ class ClaudeBuilder:
             self.close_assistant()
             self._summary(record, line, content_text(result_content(content)))
             return
-        self._flush_boundary()
         meta = bool(_get(record, "isMeta", "is_meta"))
         if isinstance(content, str):
             self._user_text(record, line, [text_part(content)], meta or is_injected_text(content))
@@ -307,6 +311,7 @@ class ClaudeBuilder:
             "line": line,
             "trigger": meta.get("trigger"),
             "preTokens": _get(meta, "preTokens", "pre_tokens"),
+            "cut": self.chain.mark(),
         }
 
     def _flush_boundary(self) -> None:
@@ -328,6 +333,16 @@ class ClaudeBuilder:
     def _emit_summary(self, record: JSON, line: int, text: str, boundary: JSON | None) -> None:
         trigger = boundary.get("trigger") if boundary else None
         pre = boundary.get("preTokens") if boundary else None
+        cut = boundary.get("cut") if boundary else None
+        if self.chain.replaces_nothing(cut):
+            if boundary is not None and record is boundary["record"]:  # no summary line
+                self.add_foreign(record, line, "system", reason="noSummary")
+                return
+            event = self._message(record, line, "user", self.turns.current)
+            event["content"] = text
+            event["summaryOf"] = event["uuid"]
+            self._emit(event)
+            return
         event = self.chain.summary(
             uuid=self._uuid(record, line),
             text=text,
@@ -337,5 +352,6 @@ class ClaudeBuilder:
             timestamp=record.get("timestamp"),
             stats={"preTokens": pre} if isinstance(pre, int) else None,
             boundaryLine=boundary.get("line") if boundary else None,
+            cut=cut,
         )
         self.out.append(event)

@@ -267,6 +267,19 @@ class SummaryChain:
         if isinstance(turn, int):
             self._turn = turn
 
+    def mark(self) -> tuple[int, int]:
+        """Where a compaction cuts, for :meth:`summary`'s ``cut`` when its summary comes
+        later (Claude Code's ``compact_boundary`` line, then the summary line): ``(messages
+        added so far, their last turn)``."""
+        return len(self._since), self._turn
+
+    def replaces_nothing(self, cut: tuple[int, int] | None = None) -> bool:
+        """Whether a summary at ``cut`` (default: now) would replace nothing: no message
+        added before it and no earlier summary (a session that starts from a summary of
+        messages that are not in its file)."""
+        upto = len(self._since) if cut is None else cut[0]
+        return upto == 0 and self._last is None
+
     def summary(
         self,
         *,
@@ -277,15 +290,21 @@ class SummaryChain:
         line: int | None,
         timestamp: Any = None,
         keep_texts: Iterable[str] = (),
+        cut: tuple[int, int] | None = None,
         **extra: Any,
     ) -> JSON:
         """The SummaryEvent for a compaction marker; resets the chain.
 
         ``keep_texts``: texts of non-tool messages the agent kept after compacting (Codex
-        ``replacement_history``); messages with those texts are not replaced.
+        ``replacement_history``); messages with those texts are not replaced. ``cut``: a
+        :meth:`mark` taken at the marker, when messages were added between it and the
+        summary: only the messages before it are replaced; those after it stay in the
+        context and in the chain (the next compaction replaces them).
         """
         kept = set(keep_texts)
-        replaces = [u for u, role, txt in self._since if role == "tool" or txt not in kept]
+        upto, turn = cut if cut is not None else (len(self._since), self._turn)
+        before = self._since[:upto]
+        replaces = [u for u, role, txt in before if role == "tool" or txt not in kept]
         if self._last is not None:
             replaces.append(self._last)
         event: JSON = {
@@ -293,12 +312,12 @@ class SummaryChain:
             "uuid": uuid,
             "replaces": replaces,
             "summaryText": text,
-            "lastSummarizedTurnId": self._turn,
+            "lastSummarizedTurnId": turn,
             "model": source,
         }
         if trigger:
             event["triggerMode"] = trigger
-        self._since = []
+        self._since = self._since[upto:]
         self._last = uuid
         return stamped(event, timestamp, line, **extra)
 

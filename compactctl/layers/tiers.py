@@ -681,7 +681,14 @@ def plan_tiers(
     if current is None:
         report["reason"] = "no summary yet: run compactctl compact first"
         return None, report
-    old = next(e for e in log if isinstance(e, SummaryEvent) and e.uuid == current.uuid)
+    old = next((e for e in log if isinstance(e, SummaryEvent) and e.uuid == current.uuid), None)
+    if old is None:  # a summary message the file holds as a message: an effective context
+        report["reason"] = (
+            f"the newest summary (line {current.line}) is a message of this file, not a "
+            "summary event (an effective context, or a session an agent continued from a "
+            "summary): run tiers on the transcript it was made from"
+        )
+        return None, report
     report["summary"] = old.uuid
     current_tier = old.data.get("selectedTier") if old.tiers else None
     if old.tiers:

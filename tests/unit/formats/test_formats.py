@@ -545,6 +545,37 @@ def test_claude_stream_boundary_without_summary_line_gets_placeholder() -> None:
     assert messages(events)[-1]["turnId"] == 2
 
 
+def test_claude_message_between_boundary_and_summary_is_not_replaced() -> None:
+    """Claude Code sends everything after a ``compact_boundary``: a message between it and
+    the summary line stays in the context (the summary replaces what came before the
+    boundary), and at the start of a file, with nothing before the boundary, the summary is
+    a ``summaryOf`` message in its place (``compact --as native`` writes both)."""
+    answer = {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "yo"}]}
+    boundary = {"type": "system", "subtype": "compact_boundary", "session_id": "s", "uuid": "b",
+                "compact_metadata": {"trigger": "manual", "pre_tokens": 10}}  # fmt: skip
+    kept = {"type": "user", "session_id": "s", "uuid": "q", "timestamp": "t2",
+            "message": {"role": "user", "content": "the first request, kept"}}  # fmt: skip
+    continued = {"role": "user", "content": "This session is being continued"}
+    summary_line = {"type": "user", "session_id": "s", "uuid": "c", "isCompactSummary": True,
+                    "message": continued}  # fmt: skip
+    records = [
+        (1, {"type": "user", "session_id": "s", "uuid": "p", "timestamp": "t1",
+             "message": {"role": "user", "content": "hi"}}),
+        (2, {"type": "assistant", "session_id": "s", "uuid": "a", "message": answer}),
+        (3, boundary), (4, kept), (5, summary_line),
+    ]  # fmt: skip
+    events = list(claude_stream.to_canonical(records))
+    (summary,) = [e for e in events if e["type"] == "summary"]
+    assert summary["replaces"] == ["p", "a"] and summary["boundaryLine"] == 3
+    assert [text(m) for m in messages(events)] == ["hi", "yo", "the first request, kept"]
+    events = list(claude_stream.to_canonical(records[2:]))
+    assert not [e for e in events if e["type"] == "summary"]
+    assert [(text(m), m.get("summaryOf")) for m in messages(events)] == [
+        ("the first request, kept", None),
+        ("This session is being continued", "c"),
+    ]
+
+
 def test_codex_rollout_compaction_outputs_and_parts() -> None:
     events = import_file("codex-rollout", FORMAT_FIXTURES / "codex-rollout-compacted.jsonl")
     assert_well_formed(events)

@@ -209,3 +209,40 @@ def test_cli_refusals(tmp_path: Path) -> None:
     r = run_cli("rules", "--as", "native", str(src))
     assert r.returncode == 2 and b"compact also takes native" in r.stderr
     assert sorted(p.name for p in src.parent.iterdir()) == [src.name]
+
+
+@pytest.mark.parametrize("sample", ["real", "pinned"])
+def test_claude_code_session_reads_back_as_written(tmp_path: Path, sample: str) -> None:
+    """compactctl reads its own Claude Code session as Claude Code loads it: everything after
+    the ``compact_boundary`` is sent, so a first request kept between the boundary and the
+    summary line (``pinned``: the sample session, whose first request the summary layer
+    pins) stays, and the summary (of messages that are not in the new file) is a
+    ``summaryOf`` message at its line; nothing is replaced, and ``eval`` refuses the file
+    without ``--against`` (its originals are elsewhere)."""
+    if sample == "real":
+        src = _claude(tmp_path)
+    else:
+        folder = tmp_path / "project"
+        folder.mkdir()
+        src = Path(shutil.copy(FIXTURES / "samples" / "small-s1.claude-code.jsonl", folder))
+    _, new = _compact_new(src)
+    records = _records(new)
+    back = Session.open(str(new))
+    assert not any(e.type == "summary" for e in back.events)
+    view = back.effective()
+    assert [m.uuid for m in view] == [m.uuid for m in back.events if m.type == "message"]
+    (at,) = [i for i, r in enumerate(records) if r.get("isCompactSummary")]
+    (summary,) = [i for i, m in enumerate(view) if "summaryOf" in m.data]
+    assert view[summary].data["summaryOf"] == view[summary].uuid
+    assert view[summary].text == records[at]["message"]["content"]
+    if sample == "pinned":  # boundary, the first request, then the summary
+        first = next(m for m in Session.open(str(src)).effective() if m.role == "user")
+        assert (at, summary) == (2, 1)
+        assert (view[0].role, view[0].text) == ("user", first.text)
+    else:  # the summary right after the boundary, as Claude Code writes its own
+        assert (at, summary) == (1, 0)
+    line = at + 1
+    refused = run_cli("eval", str(new))
+    assert refused.returncode == 3
+    assert f"line {line} is a summary message".encode() in refused.stderr
+    assert run_cli("eval", "--against", str(src), str(new)).returncode == 0
