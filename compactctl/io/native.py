@@ -29,8 +29,9 @@ kept messages: Codex ``reasoning`` parts are written back as they were read; Cla
 ``thinking`` blocks are left out (a signed block is only valid in its own turn).
 
 The new id is derived from the original's session id, the target format and the
-compaction's content (the summary text and the events it replaces), and every record's
-time is taken from the original, so a second run writes the same bytes to the same file:
+compaction's content (the summary text, and the messages kept with what they hold), and
+every record's time is taken from the original, so a second run writes the same bytes to
+the same file:
 :func:`write_native` then leaves it alone. The original file is never written.
 """
 
@@ -114,6 +115,14 @@ class NativeSession:
         }
 
 
+_SUBAGENT = (
+    "a subagent's transcript (Claude Code writes them in <session>/subagents/, their "
+    "records isSidechain): claude --resume finds no session written beside it; compact its "
+    "parent session (<session>.jsonl, next to that folder) with --as native, or write this "
+    "one with -o"
+)
+
+
 def native_format(as_format: str, source_format: str, path: str) -> str:
     """The format a ``--as`` value writes for a source in ``source_format``.
 
@@ -122,7 +131,8 @@ def native_format(as_format: str, source_format: str, path: str) -> str:
 
     Raises:
         UsageError: the source cannot be resumed (a canonical or another agent's
-            transcript), or ``--as`` names another agent than the source's (exit 2).
+            transcript, or a Claude Code subagent's, in a ``subagents`` folder), or ``--as``
+            names another agent than the source's (exit 2).
     """
     if source_format not in RESUMABLE:
         raise UsageError(
@@ -131,6 +141,8 @@ def native_format(as_format: str, source_format: str, path: str) -> str:
             f"the formats that can be resumed are {', '.join(RESUMABLE)}",
             path=path,
         )
+    if source_format == "claude-code" and os.path.basename(os.path.dirname(path)) == "subagents":
+        raise UsageError(_SUBAGENT, path=path)
     if as_format not in ("native", source_format):
         raise UsageError(
             f"--as {as_format} needs a {as_format} session, and this is a {source_format} "
@@ -283,8 +295,10 @@ def _same_start(target: str, data: bytes) -> bool:
 
 def _records(path: str) -> Iterator[JSON]:
     """The JSON object records of a session file (other lines skipped)."""
+    from compactctl.io.files import open_input
+
     try:
-        with open(path, "rb") as fh:
+        with open_input(path) as fh:  # gzip too, as the session was read
             for raw in fh:
                 try:
                     rec = json.loads(raw)
@@ -298,11 +312,14 @@ def _records(path: str) -> Iterator[JSON]:
 
 def _new_id(source_id: str, fmt: str, summary: Message | None, kept: list[Message]) -> str:
     """A UUID (version 4 layout, bits from SHA-256) of the source id, the target format and
-    the compaction's content: what the summary says and which messages stay."""
+    the compaction's content: what the summary says, and which messages stay with what
+    they hold (a micro-compacted message differs from the whole one, so two compactions
+    that keep the same messages differently get two ids)."""
     h = hashlib.sha256(f"{fmt}\0{source_id}\0".encode())
     h.update(summary.text.encode() if summary is not None else b"")
     for m in kept:
-        h.update(b"\0" + str(m.uuid).encode())
+        held = b"" if m is summary else dumps(m.data)  # the summary's: its text, above
+        h.update(b"\0" + str(m.uuid).encode() + b"\0" + held)
     raw = bytearray(h.digest()[:16])
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
@@ -360,6 +377,8 @@ def _claude(
     base = next((r for r in records if isinstance(r.get("sessionId"), str) and r.get("cwd")), None)
     if base is None:
         raise InputError("no record with sessionId and cwd: cannot write a session", path=path)
+    if base.get("isSidechain") is True:  # a subagent's transcript moved out of subagents/
+        raise UsageError(_SUBAGENT, path=path)
     new = _new_id(str(base["sessionId"]), "claude-code", summary, kept)
     common: JSON = {"userType": "external", "cwd": base["cwd"], "sessionId": new}
     for key in ("version", "gitBranch"):

@@ -4,6 +4,7 @@ same session on a second run, and the refusals."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -246,3 +247,36 @@ def test_claude_code_session_reads_back_as_written(tmp_path: Path, sample: str) 
     assert refused.returncode == 3
     assert f"line {line} is a summary message".encode() in refused.stderr
     assert run_cli("eval", "--against", str(src), str(new)).returncode == 0
+
+
+def test_native_session_id_follows_what_is_kept_gzip_and_subagents(tmp_path: Path) -> None:
+    """Two compactions that keep the same messages differently (micro-compacted or whole)
+    write two sessions, not one id for two contents; a gzipped session is read as the
+    compaction read it; a subagent's transcript, which ``claude --resume`` cannot find, is
+    refused with what to do instead."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    src = shutil.copy(FIXTURES / "samples" / "small-s1.claude-code.jsonl", folder)
+    both = ("compact", "--force", "--as", "native", "--keep-recent", "30", "--json")
+    micro = run_cli(*both, src)
+    whole = run_cli(*both, "--no-micro", src)  # the same summary and messages, not micro'd
+    assert micro.returncode == whole.returncode == 0, whole.stderr
+    ids = [json.loads(r.stdout)["files"][0]["resume"]["sessionId"] for r in (micro, whole)]
+    assert ids[0] != ids[1]
+    assert all((folder / f"{i}.jsonl").is_file() for i in ids)
+
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    packed = gz / "s.jsonl.gz"
+    packed.write_bytes(gzip.compress(Path(src).read_bytes()))
+    done = run_cli(*both, str(packed))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"][0]["resume"]["sessionId"] == ids[0]
+
+    sub = tmp_path / "p" / "b7a64efe" / "subagents"
+    sub.mkdir(parents=True)
+    agent = shutil.copy(next((CLAUDE.parent / "subagents").glob("*.jsonl")), sub)
+    refused = run_cli("compact", "--force", "--as", "native", agent)
+    assert refused.returncode == 2
+    assert b"a subagent's transcript" in refused.stderr and b"compact its parent" in refused.stderr
+    assert sorted(p.name for p in sub.iterdir()) == [Path(agent).name]
