@@ -41,7 +41,7 @@ from compactctl.errors import (
     StoreNotUpdated,
     UsageError,
 )
-from compactctl.io.export import materialized_lines
+from compactctl.io.export import framed, materialized_lines
 from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_unless_same
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
@@ -51,6 +51,7 @@ from compactctl.layers.undo import plan_live
 from compactctl.model import Event, acyclic
 from compactctl.replay import replay
 from compactctl.session import Session
+from compactctl.tokens import prompt_tokens
 
 if TYPE_CHECKING:
     from compactctl.app.store import RunRecord
@@ -328,8 +329,11 @@ def _write(
         dest = target or STDIN
         if out.materialize:
             view = replay(session.events + new, tier=out.tier)
+            transcript = None if stream else path
+            # what lands: the summary framed for the agent (its analysis block left out)
+            result["tokensWritten"] = prompt_tokens(framed(view, transcript), session.counter)
             lines = materialized_lines(
-                view, out.as_format, None if stream else path, session=session.session_event
+                view, out.as_format, transcript, session=session.session_event
             )
         else:
             lines = dump_events(session.events + new)

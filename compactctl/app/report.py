@@ -419,7 +419,10 @@ def _verb(r: dict[str, Any], done: str, would: str) -> str:
     if written != r["path"]:
         dest = "stdout" if written == STDIN else written
         source = "" if r["path"] == STDIN else "source unchanged; "
-        where = "effective context written to" if materialized else "written to"
+        where = "written to"
+        if materialized:
+            size = r.get("tokensWritten")
+            where = "effective context" + (f" of {size} tokens" if size else "") + " written to"
         return f"({source}{where} {dest}) {done}"
     return done
 
@@ -435,7 +438,9 @@ def _unchanged(r: dict[str, Any], why: str) -> str:
         return f"{r['path']}: unchanged: {why}"
     dest = "stdout" if written == STDIN else written
     if r.get("materialized"):
-        return f"{r['path']}: unchanged (effective context written to {dest}): {why}"
+        size = r.get("tokensWritten")
+        what = "effective context" + (f" of {size} tokens" if size else "")
+        return f"{r['path']}: unchanged ({what} written to {dest}): {why}"
     return f"{r['path']}: unchanged (written to {dest} with no new events): {why}"
 
 

@@ -10,7 +10,7 @@ from compactctl.errors import UsageError
 from compactctl.io.jsonl import dump_events
 from compactctl.model import Message, SessionEvent, dumps
 
-__all__ = ["materialized_lines", "openai_messages", "to_openai"]
+__all__ = ["framed", "materialized_lines", "openai_messages", "to_openai"]
 
 
 def materialized_lines(
@@ -42,12 +42,19 @@ def materialized_lines(
     """
     if as_format not in ("canonical", "openai"):
         raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
-    view = [_framed(m, transcript_path) if "summaryOf" in m.data else m for m in view]
+    view = framed(view, transcript_path)
     if as_format == "canonical":
         return dump_events([session, *view] if session is not None else view)
     if as_format == "openai":
         return (dumps(msg) + b"\n" for msg in openai_messages(view))
     raise UsageError(f"unknown --as {as_format!r}; use canonical or openai")
+
+
+def framed(view: list[Message], transcript_path: str | None) -> list[Message]:
+    """``view`` as :func:`materialized_lines` writes it: each summary message (``summaryOf``)
+    framed for the agent that resumes from it (:func:`~compactctl.summarize.summary_format.
+    resume_text`), the other messages as they are."""
+    return [_framed(m, transcript_path) if "summaryOf" in m.data else m for m in view]
 
 
 def _framed(m: Message, transcript_path: str | None) -> Message:

@@ -128,3 +128,22 @@ def test_json_report_is_streamed_as_one_document(tmp_path):
     r = run_cli("rules", "--no-store", "--json", "-", input=data)
     assert r.stdout.startswith(data)
     assert orjson.loads(r.stderr.split(b"\n}\n")[0] + b"\n}")["totals"]["files"] == 1
+
+
+def test_materialize_reports_the_tokens_of_what_it_wrote(tmp_path):
+    """The effective context ``--materialize`` writes frames the summary for the agent that
+    resumes (its analysis block left out), so its size differs from the compaction's
+    estimate: the report gives the size of what was written, as ``inspect`` counts it."""
+    from tests.helpers import SAMPLES
+
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    out = tmp_path / "ctx.jsonl"
+    done = run_cli("compact", "--force", "--materialize", "--json", "-o", str(out), str(src))
+    assert done.returncode == 0, done.stderr
+    entry = orjson.loads(done.stdout)["files"][0]
+    seen = orjson.loads(run_cli("inspect", "--json", str(out)).stdout)["files"][0]
+    assert entry["tokensWritten"] == seen["effectiveTokens"] != entry["tokensAfter"]
+    line = run_cli("compact", "--force", "--materialize", "-o", str(tmp_path / "b.jsonl"),
+                   str(src)).stderr.decode()  # fmt: skip
+    assert f"effective context of {entry['tokensWritten']} tokens written to" in line
