@@ -26,11 +26,12 @@ What counts as the same fact (:func:`~compactctl.evaluate.probes.occurs`):
 - **Word boundaries, every kind.** No word character, ``[A-Za-z0-9_]`` (ASCII only: a CJK
   character next to ``page_of`` does not hide it), directly before or after a match, so
   ``ls`` is not in "tools", the request "ok" not in "book", ``page_of`` not in ``pages_of``.
-- **Names, commands and file paths** (kinds ``command`` and ``file_path``): no ``.`` or
-  ``-`` directly before the match, nor directly after it when a word character follows
-  them: ``a.py`` is not in ``data.py``, ``x-a.py``, ``.a.py`` or ``a.py.bak``, and ``make``
-  is not in ``make-dist``. A ``/`` is a boundary: the relative path ``src/a.py`` inside
-  ``/home/u/src/a.py`` names the same file, and a folder inside a path under it is named.
+- **Commands and file paths** (kinds ``command`` and ``file_path``): no ``.`` or ``-``
+  directly before the match, nor directly after it when a word character follows them:
+  ``a.py`` is not in ``x-a.py``, ``.a.py`` or ``a.py.bak`` (nor, by the word rule, in
+  ``data.py``), and ``make`` is not in ``make-dist``. A ``/`` is a boundary: the relative
+  path ``src/a.py`` inside ``/home/u/src/a.py`` names the same file, and ``src/a.py``
+  names the folder ``src``.
 - **Case.** The code kinds (``command``, ``file_path``, ``identifier``) are matched
   case-sensitively, with whitespace runs as one space (``make`` is not "Make sure",
   ``README.md`` is not ``readme.md``); the prose kinds (requests, errors, constraints,
