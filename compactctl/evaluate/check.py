@@ -1,25 +1,51 @@
-"""Checking probes against the effective context: exact, then whitespace and case normalised.
+"""Checking probes against the effective context: as written, then with whitespace (and, for
+prose, case) normalised.
 
 :class:`Context` is the text an agent would send now (:func:`compactctl.replay.replay` of a
-log): each message's text and, for assistant messages, each tool call's name and the string
+log): each message's text and, for assistant messages, each tool call's name, the string
 values of its arguments (a command or a path is checked as written, not as a JSON-escaped
-string). A probe is looked for:
+string) and a command given as a list, rendered as the probes render it
+(:func:`~compactctl.summarize.extractive.tools.shell_command`: ``["cargo", "test"]`` is
+``cargo test``). A probe is looked for:
 
 1. in its source message (``Probe.source``), when the context still holds a message with
-   that uuid (kept, or reduced by micro compaction or rules): found there, it is ``exact``;
+   that uuid (kept, or reduced by micro compaction or rules): found there as written, it is
+   ``exact``;
 2. else in the whole context, joined once (messages separated by a NUL character, so no
-   probe matches across two messages) and :func:`~compactctl.evaluate.probes.normalise`-d
-   once (case folded, every whitespace run one space): ``normalised`` when the probe's
-   normalised text is there, ``exact`` when its text is also there as written (searched
-   only after a normalised hit, so a lost probe costs one search, not two).
+   probe matches across two messages) and normalised once: ``normalised`` when the
+   probe's normalised text is there, ``exact`` when its text is also there as written
+   (searched only after a normalised hit, so a lost probe costs one search, not two);
+3. else, for a probe holding a secret, its redacted form
+   (:func:`~compactctl.summarize.redact.redact`: a summary carries the fact with the secret
+   as ``[REDACTED:kind]``), found as in 2, and only when no other probe of the run with
+   another text has the same redacted form: once redacted, two secrets of one kind in the
+   same words cannot be told apart, so neither counts as kept by such a mention.
 
-An ``identifier`` probe must stand as a whole word (no letter, digit or ``_`` on either
-side), so ``page_of`` is not found inside ``pages_of``.
+What counts as the same fact (:func:`~compactctl.evaluate.probes.occurs`):
+
+- **Word boundaries, every kind.** No word character, ``[A-Za-z0-9_]`` (ASCII only: a CJK
+  character next to ``page_of`` does not hide it), directly before or after a match, so
+  ``ls`` is not in "tools", the request "ok" not in "book", ``page_of`` not in ``pages_of``.
+- **Commands and file paths** (kinds ``command`` and ``file_path``): no ``.`` or ``-``
+  directly before the match, nor directly after it when a word character follows them:
+  ``a.py`` is not in ``x-a.py``, ``.a.py`` or ``a.py.bak`` (nor, by the word rule, in
+  ``data.py``), and ``make`` is not in ``make-dist``. A ``/`` is a boundary: the relative
+  path ``src/a.py`` inside ``/home/u/src/a.py`` names the same file, and ``src/a.py``
+  names the folder ``src``.
+- **Case.** The code kinds (``command``, ``file_path``, ``identifier``) are matched
+  case-sensitively, with whitespace runs as one space (``make`` is not "Make sure",
+  ``README.md`` is not ``readme.md``); the prose kinds (requests, errors, constraints,
+  decisions, pending tasks) case folded as well
+  (:func:`~compactctl.evaluate.probes.normalise`), as issue 16 asks.
+
+Every probe stands so in its source message (:mod:`compactctl.evaluate.probes`), so an
+uncompacted log keeps every probe (``tests/unit/evaluate/test_eval.py`` checks every
+shipped transcript).
 
 Cost: one search in its source message per kept probe of an uncompacted log (no copy of
-the context at all); otherwise two copies of the context's text (about 3 bytes a character
-for CJK) and one search per probe stopping at the first hit. Measured in ``make bench`` (the
-``eval`` rows).
+the context at all); otherwise three copies of the context's text (as written, whitespace
+normalised, and that case folded; about 3 bytes a character for CJK) and one search per
+probe, stopping at the first bounded hit. Measured in ``make bench`` (the ``eval`` rows).
 """
 
 from __future__ import annotations
@@ -27,9 +53,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 
-from compactctl.evaluate.probes import Probe, normalise
+from compactctl.evaluate.probes import CODE_KINDS, Probe, normalise, occurs
 from compactctl.model import Message
-from compactctl.summarize.extractive.tools import call_arguments
+from compactctl.summarize.extractive.tools import call_arguments, shell_command
 from compactctl.text import string_leaves
 
 __all__ = ["EXACT", "NORMALISED", "Context", "message_strings", "string_leaves"]
@@ -38,41 +64,39 @@ EXACT = "exact"
 """The match of a probe found as written."""
 
 NORMALISED = "normalised"
-"""The match of a probe found only after whitespace and case normalisation."""
+"""The match of a probe found only after normalisation (whitespace; case for prose)."""
 
 _SEPARATOR = "\n\x00\n"
+_MARKER = "[REDACTED:"
 
 
 def message_strings(message: Message) -> Iterator[str]:
     """The texts of one message a probe may be found in: its content text, then each tool
-    call's name and the string values of its arguments.
+    call's name, the string values of its arguments and, for a command given as a list,
+    its rendering (:func:`~compactctl.summarize.extractive.tools.shell_command`, the text
+    of its ``command`` probe).
 
     >>> from compactctl.model import Message
     >>> m = Message({"type": "message", "role": "assistant", "content": "Running it.",
     ...              "toolCalls": [{"name": "bash",
-    ...                             "arguments": '{"command": "ls \\\\"a b\\\\""}'}]})
+    ...                             "arguments": '{"command": "ls \\\\"a b\\\\""}'},
+    ...                            {"name": "shell",
+    ...                             "arguments": {"command": ["git", "commit", "-m", "fix"]}}]})
     >>> list(message_strings(m))
-    ['Running it.', 'bash', 'ls "a b"']
+    ['Running it.', 'bash', 'ls "a b"', 'shell', 'git', 'commit', '-m', 'fix', 'git commit -m fix']
     """
     text = message.text
     if text:
         yield text
     for call in message.tool_calls:
         yield str(call.get("name") or "")
-        yield from string_leaves(call_arguments(call))
-
-
-def _bounded(haystack: str, needle: str) -> bool:
-    """Whether ``needle`` occurs in ``haystack`` with no word character on either side."""
-    start = haystack.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before = haystack[start - 1] if start else " "
-        after = haystack[end] if end < len(haystack) else " "
-        if not (before.isalnum() or before == "_" or after.isalnum() or after == "_"):
-            return True
-        start = haystack.find(needle, start + 1)
-    return False
+        args = call_arguments(call)
+        yield from string_leaves(args)
+        value = args.get("command", args.get("cmd"))
+        if value.__class__ is list:
+            rendered = shell_command(args)
+            if rendered and rendered != value[-1]:  # ["bash", "-lc", script]: a leaf already
+                yield rendered
 
 
 class Context:
@@ -82,9 +106,9 @@ class Context:
         messages: the effective context (a :data:`compactctl.replay.View`), or any
             messages, in order.
 
-    Memory: the messages' uuids; the joined text and its normalised copy only once a probe
-    is not found in its source message (each built on first use, held while the checks
-    run).
+    Memory: the messages' uuids; the joined text and its normalised copies only once a
+    probe is not found in its source message (each built on first use, held while the
+    checks run).
     """
 
     def __init__(self, messages: Iterable[Message]) -> None:
@@ -97,51 +121,73 @@ class Context:
         return _SEPARATOR.join(s for m in self.messages for s in message_strings(m))
 
     @cached_property
-    def folded(self) -> str:
-        """:attr:`text`, :func:`~compactctl.evaluate.probes.normalise`\\ d."""
-        return normalise(self.text)
+    def spaced(self) -> str:
+        """:attr:`text` with every whitespace run one space (the code kinds' form)."""
+        return " ".join(self.text.split())
 
-    def match(self, probe: Probe) -> str | None:
+    @cached_property
+    def folded(self) -> str:
+        """:attr:`spaced`, case folded: :func:`~compactctl.evaluate.probes.normalise` of
+        :attr:`text` (case folding neither makes nor removes whitespace)."""
+        return self.spaced.casefold()
+
+    def match(self, probe: Probe, probes: Sequence[Probe] = ()) -> str | None:
         """How ``probe`` is found: :data:`EXACT`, :data:`NORMALISED`, or ``None`` (lost).
 
         First in its source message (``probe.source``), when the context still holds a
-        message with that uuid: a probe is a substring of its source (:mod:`compactctl.
-        evaluate.probes`), so a message kept or only partly reduced usually answers at
-        the cost of its own size. Else in the whole context, normalised, then as written.
+        message with that uuid: a probe stands in its source (:mod:`compactctl.evaluate.
+        probes`), so a message kept or only partly reduced usually answers at the cost of
+        its own size. Else in the whole context, normalised, then as written; else by its
+        redacted form, when no other of ``probes`` (the run's probes) shares that form.
 
         >>> from compactctl.model import Message
         >>> ctx = Context([Message({"type": "message", "role": "user",
         ...                         "content": "Do  not add\\nnew deps; see QUI-8564."})])
         >>> [ctx.match(Probe(k, t, 1, 1)) for k, t in [("user_constraint", "do not add new deps"),
-        ...  ("identifier", "QUI-8564"), ("identifier", "QUI-856"), ("user_constraint", "see")]]
-        ['normalised', 'exact', None, 'exact']
+        ...  ("identifier", "QUI-8564"), ("identifier", "QUI-856"), ("user_constraint", "see"),
+        ...  ("user_constraint", "no"), ("command", "do not add new deps")]]
+        ['normalised', 'exact', None, 'exact', None, None]
         """
-        word = probe.kind == "identifier"
+        kind = probe.kind
         source = self.by_uuid.get(probe.source) if probe.source is not None else None
-        if source is not None and any(
-            _contains(s, probe.text, word) for s in message_strings(source)
-        ):
+        if source is not None and any(occurs(s, probe.text, kind) for s in message_strings(source)):
             return EXACT
-        found = self._in_context(probe.text, word)
-        if found is None:  # a summary carries the fact with its secrets redacted
-            from compactctl.summarize.redact import redact
-
-            hidden = redact(probe.text)
-            if hidden != probe.text:
-                found = self._in_context(hidden, word)
+        found = self._in_context(probe.text, kind)
+        if found is None:  # a summary may carry the fact with its secrets redacted
+            found = self._redacted(probe, probes)
         return found
 
-    def _in_context(self, text: str, word: bool) -> str | None:
-        key = normalise(text)
-        if not key or not _contains(self.folded, key, word):
+    def _in_context(self, text: str, kind: str) -> str | None:
+        if kind in CODE_KINDS:
+            key, haystack = " ".join(text.split()), self.spaced
+        else:
+            key, haystack = normalise(text), self.folded
+        if not key or not occurs(haystack, key, kind):
             return None
-        return EXACT if _contains(self.text, text, word) else NORMALISED
+        return EXACT if occurs(self.text, text, kind) else NORMALISED
+
+    def _redacted(self, probe: Probe, probes: Sequence[Probe]) -> str | None:
+        """The match of ``probe``'s redacted form, when it has a secret and no other probe
+        with another text redacts to the same form (see the module docstring, point 3)."""
+        from compactctl.summarize.redact import redact
+
+        hidden = redact(probe.text)
+        if hidden == probe.text:
+            return None
+        head = hidden[: hidden.find(_MARKER)]
+        tail = hidden[hidden.rfind("]") + 1 :]
+        for other in probes:  # only probes in the same words outside the secret are redacted
+            text = other.text
+            if (
+                text != probe.text
+                and text.startswith(head)
+                and text.endswith(tail)
+                and redact(text) == hidden
+            ):
+                return None
+        return self._in_context(hidden, probe.kind)
 
     def check(self, probes: Sequence[Probe]) -> list[str | None]:
-        """:meth:`match` of each probe, in order."""
-        return [self.match(p) for p in probes]
-
-
-def _contains(haystack: str, needle: str, word: bool) -> bool:
-    """``needle in haystack``; with ``word``, as a whole word (:func:`_bounded`)."""
-    return _bounded(haystack, needle) if word else needle in haystack
+        """:meth:`match` of each probe, in order (each one's redaction fallback against
+        the others)."""
+        return [self.match(p, probes) for p in probes]

@@ -29,7 +29,9 @@ kind                      from
                           决定), without the label and the reason clause
 ``pending_task``          open plan items, unchecked ``- [ ]`` items, sentences that put
                           something off ("not now", "before the release", 不是现在) or
-                          leave it open; an item later done is not pending
+                          leave it open; an item later done is not pending; of two that
+                          name the same task, the shorter words (at the earlier line
+                          when they are in its text)
 ========================  =================================================================
 
 "The user typed" is the summarizer's rule (issue 15, point 10):
@@ -47,8 +49,12 @@ looked for near the ends of an output only (:data:`EXIT_CODE_SPAN`), and file re
 and plans are never failures by their text; failing test names are also read from pytest's
 ``____ name ____`` headers.
 
-Every probe text is a substring of its source message's text or tool-call arguments
-(labels and clauses are cut, never rewritten), so an uncompacted log keeps every probe.
+Every probe text stands in its source message (:func:`occurs`, the rule the check uses): it
+is a substring of the message's text, of a tool call's argument strings or of a list-form
+command rendered by :func:`~compactctl.summarize.extractive.tools.shell_command` (labels and
+clauses are cut, never rewritten; a file a command names with shell quoting that leaves no
+such substring, ``"other"'x'.py``, is no probe; a text cut to its opening ends before a
+character that is no word character), so an uncompacted log keeps every probe.
 """
 
 from __future__ import annotations
@@ -73,13 +79,13 @@ from compactctl.summarize.extractive.intent import (
     PENDING_RE,
     PENDING_WORDS,
     constraint_flags,
-    constraint_text,
     decision_rank,
     holds_word,
     long_enough,
     may_hold,
     spoken_by_user,
     states_constraint,
+    without_label,
 )
 from compactctl.summarize.extractive.prose import norm, split_sentences
 from compactctl.summarize.extractive.tools import (
@@ -96,12 +102,14 @@ from compactctl.summarize.extractive.tools import (
 from compactctl.text import folds_to_ascii
 
 __all__ = [
+    "CODE_KINDS",
     "KINDS",
     "PROBE_CHARS",
     "REQUEST_CHARS",
     "Probe",
     "extract_probes",
     "normalise",
+    "occurs",
 ]
 
 KINDS = (
@@ -133,9 +141,10 @@ class Probe:
 
     Attributes:
         kind: one of :data:`KINDS`.
-        text: the fact as it appears in the original (a substring of its source message).
-        line: the 1-based line of its first source message in the file (``None`` for events
-            built in memory).
+        text: the fact as it appears in the original (it :func:`occurs` in its source
+            message, see the module docstring).
+        line: the 1-based line of its source message in the file, where it first appears
+            (``None`` for events built in memory).
         turn: that message's turn (``None`` when the log has no turns).
         source: that message's uuid, where the check looks first
             (:meth:`compactctl.evaluate.check.Context.match`); not compared.
@@ -157,20 +166,73 @@ def normalise(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _cut(text: str, limit: int) -> str:
-    """``text`` stripped, and cut to at most ``limit`` chars at the last whitespace (or at
-    ``limit`` when there is none in the second half); never adds an ellipsis, so the result
-    stays a substring of ``text``.
+CODE_KINDS = frozenset({"command", "file_path", "identifier"})
+"""The kinds matched case-sensitively (:mod:`compactctl.evaluate.check`): a command, a path
+or a name spelled in another case is another one (``make`` is not "Make sure")."""
 
-    >>> _cut("fix the pager please", 12)
-    'fix the'
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+"""The word characters of a boundary: ``[A-Za-z0-9_]``, ASCII only (CJK text next to a name
+is no part of it)."""
+_NAME_JOINERS = frozenset(".-")
+"""Characters that make a longer name of a command or a path they touch: before it
+(``x-a.py``, ``.a.py``), or after it when a word character follows (``a.py.bak``)."""
+_NAME_KINDS = frozenset({"command", "file_path"})
+
+
+def occurs(haystack: str, needle: str, kind: str) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` as a fact of ``kind`` stands: with no word
+    character (:data:`_WORD_CHARS`) directly before or after it and, for a command or a
+    file path, no ``.`` or ``-`` directly before it nor, followed by a word character,
+    directly after it (``/`` is a boundary: ``src/a.py`` is in ``/home/u/src/a.py``). Case
+    and whitespace are compared as given (the caller normalises both sides); an empty
+    ``needle`` occurs nowhere.
+
+    >>> [occurs(h, n, k) for h, n, k in [("see data.py", "a.py", "file_path"),
+    ...  ("cat /home/u/src/a.py.", "src/a.py", "file_path"), ("the tools", "ls", "command"),
+    ...  ("read a.py.bak", "a.py", "file_path"), ("修改了page_of函数", "page_of", "identifier"),
+    ...  ("a book", "ok", "latest_request"), ("ok.", "ok", "latest_request")]]
+    [False, True, False, False, True, False, True]
+    """
+    start = haystack.find(needle) if needle else -1
+    if start < 0:
+        return False
+    word, names, size = _WORD_CHARS, kind in _NAME_KINDS, len(haystack)
+    while start >= 0:
+        end = start + len(needle)
+        before = haystack[start - 1] if start else " "
+        after = haystack[end] if end < size else " "
+        if before not in word and after not in word:
+            if not names:
+                return True
+            if before not in _NAME_JOINERS and not (
+                after in _NAME_JOINERS and end + 1 < size and haystack[end + 1] in word
+            ):
+                return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` stripped, and cut to at most ``limit`` chars at the last whitespace (or,
+    when there is none in the second half, before the last character that is neither a
+    word character nor a ``.`` or ``-``, so the cut never ends inside a word or a name:
+    ``""`` when there is none); never adds an ellipsis, so the result stays a substring of
+    ``text`` that :func:`occurs` in it.
+
+    >>> _cut("fix the pager please", 12), _cut("see https://x.io/ab-cd/e.fgh", 20)
+    ('fix the', 'see https://x.io')
     """
     text = text.strip()
     if len(text) <= limit:
         return text
     head = text[:limit]
     space = max(head.rfind(" "), head.rfind("\n"))
-    return (head[:space] if space > limit // 2 else head).rstrip()
+    if space > limit // 2:
+        return head[:space].rstrip()
+    at = limit
+    while at > 0 and (text[at] in _WORD_CHARS or text[at] in _NAME_JOINERS):
+        at -= 1
+    return text[:at].rstrip()
 
 
 _TICKET_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,6}(?![\w-])")
@@ -306,7 +368,8 @@ class _Tasks:
 
     def pending(self) -> list[Probe]:
         """The pending tasks, each once (two that name the same task: the shorter words, at
-        the earlier line)."""
+        the earlier line when they stand in the earlier text, else at their own: a probe's
+        line and source always hold its text)."""
         candidates = [Probe("pending_task", t, *self.seen[norm(t)]) for t in self.plan + self.boxes]
         candidates += self.sentences
         done = [k for k in (norm(d) for d in self.done) if k]
@@ -320,10 +383,12 @@ class _Tasks:
                 out.append((key, task))
                 continue
             kept = out[twin][1]
-            first = min((kept, task), key=lambda p: p.line or 0)
-            text = min(kept.text, task.text, key=len)
-            out[twin] = (norm(text), Probe("pending_task", text, first.line, first.turn,
-                                           first.source))  # fmt: skip
+            first, second = sorted((kept, task), key=lambda p: p.line or 0)
+            short = second if len(second.text) < len(first.text) else first
+            # the earlier line only when its text holds the shorter words as they stand
+            at = first if occurs(first.text, short.text, "pending_task") else short
+            out[twin] = (norm(short.text), Probe("pending_task", short.text, at.line, at.turn,
+                                                 at.source))  # fmt: skip
         return [p for _, p in out]
 
 
@@ -402,7 +467,7 @@ class _Collector:
         # the summarizer's constraints (a deferral is never one: states_constraint)
         for sentence, listed in zip(sentences, constraint_flags(sentences), strict=True):
             if listed:
-                self.constraint(constraint_text(sentence))
+                self.constraint(without_label(sentence))  # not clipped: no ellipsis
             elif (
                 may_defer
                 and not sentence.endswith(("?", "？"))
@@ -489,7 +554,8 @@ class _Collector:
                 self.commands.add(command)
                 self.add("command", command.strip().split("\n", 1)[0])
                 for path, _ in command_files(command):
-                    self.add("file_path", path)
+                    if occurs(command, path, "file_path"):  # not one shell quoting rewrote
+                        self.add("file_path", path)
         elif kind == "plan":
             items = plan_items(args)
             if items is not None:
@@ -546,9 +612,10 @@ class _Collector:
     def finish(self) -> list[Probe]:
         """The probes in order of first appearance (requests first)."""
         requests = [
-            Probe(kind, _cut(m.text, REQUEST_CHARS), m.line, m.turn, m.uuid)
+            Probe(kind, text, m.line, m.turn, m.uuid)
             for kind, m in (("first_request", self.first), ("latest_request", self.latest))
             if m is not None and not (kind == "latest_request" and m is self.first)
+            if (text := _cut(m.text, REQUEST_CHARS))  # "": one word longer than the cut
         ]
         for task in self.tasks.pending():
             self.fixed = (task.line, task.turn, task.source)

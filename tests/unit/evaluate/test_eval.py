@@ -25,7 +25,7 @@ from compactctl.evaluate.report import gate_failures, parse_minimum
 from compactctl.layers.options import CompactOptions
 from compactctl.model import Message, event_from_dict
 from compactctl.session import Session
-from tests.helpers import SAMPLES
+from tests.helpers import ROOT, SAMPLES
 from tests.sessions import nothing_to_report, probes
 
 FIXTURES = sorted(p.name for p in SAMPLES.glob("*.jsonl"))
@@ -148,16 +148,48 @@ def test_constraint_probes_are_the_constraints_the_summarizer_lists(name: str):
     assert [c for c in listed if not any(p in c for p in extracted)] == []
 
 
-def test_every_probe_is_a_substring_of_its_source_message():
-    """What makes an uncompacted log keep every probe: nothing is rewritten."""
-    from compactctl.evaluate.check import message_strings
+def _shipped_transcripts() -> list[Path]:
+    """Every transcript file shipped in fixtures/samples, fixtures/real and fixtures/formats
+    (the planted-probe lists, metadata and manifests left out; unreadable ones are skipped
+    by the caller: fixtures/formats/misleading holds files compactctl must refuse)."""
+    skip = (".probes.json", ".meta.json", "manifest.json")
+    folders = (SAMPLES, ROOT / "fixtures" / "real", ROOT / "fixtures" / "formats")
+    return sorted(p for d in folders for p in d.rglob("*")
+                  if p.is_file() and not p.name.endswith(skip))  # fmt: skip
 
-    for name in FIXTURES:
-        session = Session.open(str(SAMPLES / name), encoding="estimate")
-        by_uuid = {e.uuid: e for e in session.events}
-        for p in extract_probes(session.events):
-            source = by_uuid[p.source]
-            assert any(p.text in s for s in message_strings(source)), (name, p)  # type: ignore[arg-type]
+
+def test_every_shipped_transcript_uncompacted_keeps_every_probe():
+    """Issue 16: "on an uncompacted file retention is 1.0". Each shipped transcript's
+    messages alone (its compaction events left out: the uncompacted session) evaluated
+    against the file keep every probe, and every probe stands in its source message by
+    the check's own rule (:func:`compactctl.evaluate.probes.occurs`): nothing is rewritten
+    (a list-form command is checked as the probe renders it, ``cargo test tiles`` of the
+    Codex rollout)."""
+    import warnings
+
+    from compactctl.errors import CompactWarning
+    from compactctl.evaluate.check import message_strings
+    from compactctl.evaluate.probes import occurs
+
+    read = 0
+    for path in _shipped_transcripts():
+        try:
+            session = Session.open(str(path), encoding="estimate")
+        except InputError:
+            continue
+        read += 1
+        messages = [e for e in session.events if isinstance(e, Message)]
+        uncompacted = Session.from_events(messages, encoding="estimate")
+        with warnings.catch_warnings():  # no model recorded: the window assumed, unused here
+            warnings.simplefilter("ignore", CompactWarning)
+            result = evaluate_session(uncompacted, EST, original=session)
+        assert result.counts.total >= 1, path
+        assert (result.counts.retention, result.lost) == (1.0, []), path
+        by_uuid = {m.uuid: m for m in messages}
+        for p in result.probes:
+            strings = list(message_strings(by_uuid[p.source]))  # type: ignore[index]
+            assert any(occurs(s, p.text, p.kind) for s in strings), (path, p)
+    assert read >= 35  # 38 readable today: samples, real captures, described formats
 
 
 def test_summary_messages_of_a_materialized_file_are_not_probes():
@@ -240,6 +272,94 @@ def test_context_matches_exact_normalised_and_whole_words():
     assert ctx.match(Probe("error", "src/x.py KEEP", 1, 1)) is None
     # the source message answers first; a missing source falls back to the whole context
     assert ctx.match(Probe("file_path", "src/x.py", 1, 1, "gone")) == "exact"
+
+
+def _log(*records: dict[str, object]) -> list[Message]:
+    return [event_from_dict({"type": "message", "turnId": 1, **r}, line=n)  # type: ignore[misc]
+            for n, r in enumerate(records, start=1)]  # fmt: skip
+
+
+def test_a_list_form_command_and_a_quoted_path_are_kept_uncompacted():
+    """review 10, finding 3: a command given as a list is the probe ``shlex.join`` renders
+    (``git commit -m 'fix bug'``), found in the call both in its source message and in the
+    whole context; a file shell quoting rewrote (``"other"'x'.py`` is ``otherx.py``) is
+    no probe, a quoted name that stays a substring (``'src/my_file.txt'``) is one."""
+    log = _log(
+        {"uuid": "u1", "role": "user", "content": "Please fix the build."},
+        {"uuid": "a1", "role": "assistant", "content": "", "toolCalls": [
+            {"id": "c1", "name": "shell", "arguments": {"command": ["git", "commit", "-m",
+                                                                     "fix bug"]}}]},
+        {"uuid": "a2", "role": "assistant", "content": "", "toolCalls": [
+            {"id": "c2", "name": "bash", "arguments": {
+                "command": "cat 'src/my_file.txt' \"other\"'x'.py"}}]},
+    )  # fmt: skip
+    probes = extract_probes(log)
+    assert [(p.kind, p.text) for p in probes] == [
+        ("first_request", "Please fix the build."),
+        ("command", "git commit -m 'fix bug'"),
+        ("command", "cat 'src/my_file.txt' \"other\"'x'.py"),
+        ("file_path", "src/my_file.txt"),
+    ]
+    ctx = Context(log)
+    assert ctx.check(probes) == ["exact"] * 4
+    command = probes[1]
+    assert ctx.match(Probe(command.kind, command.text, 2, 1)) == "exact"  # no source: context
+    result = evaluate_session(Session.from_events(log, encoding="estimate"), EST)
+    assert (result.counts.retention, result.lost) == (1.0, [])
+
+
+def test_short_probes_are_not_found_inside_other_words():
+    """review 10, finding 4: a probe stands alone (no word character next to it; a command
+    or a path no ``.`` or ``-`` that makes another name), and commands, paths and names
+    keep their case while prose is case folded."""
+    lost = Context(_log({"role": "user", "content":
+                         "Nothing to report. Make sure the tools work; see data.py, a book, "
+                         "a.py.bak, x-a.py and page_of_x. The Summary is README.MD."}))  # fmt: skip
+    kept = Context(_log({"role": "user", "content":
+                         "Ran ls, then make; read /home/u/src/a.py (see a.py). OK. Keep "
+                         "the summary in README.md; page_of stays."}))  # fmt: skip
+    probes = [Probe("command", "ls", 1, 1), Probe("command", "make", 1, 1),
+              Probe("file_path", "a.py", 1, 1), Probe("file_path", "src/a.py", 1, 1),
+              Probe("latest_request", "ok", 1, 1), Probe("identifier", "page_of", 1, 1),
+              Probe("file_path", "README.md", 1, 1),
+              Probe("user_constraint", "keep the summary in readme.md", 1, 1)]  # fmt: skip
+    assert lost.check(probes) == [None] * 8
+    assert kept.check(probes) == ["exact"] * 4 + ["normalised", "exact", "exact", "normalised"]
+    # prose kinds fold case; the code kinds compare it
+    assert kept.match(Probe("latest_request", "OK", 1, 1)) == "exact"
+    assert kept.match(Probe("latest_request", "ok.", 1, 1)) == "normalised"
+    assert kept.match(Probe("command", "Make", 1, 1)) is None
+    assert kept.match(Probe("file_path", "readme.md", 1, 1)) is None
+    # whitespace runs are one space for commands too
+    spaced = Context(_log({"role": "user", "content": "ran git  commit\n -m x"}))
+    assert spaced.match(Probe("command", "git commit -m x", 1, 1)) == "normalised"
+
+
+def test_identifiers_next_to_cjk_text_are_kept():
+    """review 10, finding 5: word characters are ``[A-Za-z0-9_]`` only."""
+    ctx = Context(_log({"role": "user", "content": "已修复QUI-8564的分页问题，修改了page_of函数"}))
+    probes = [Probe("identifier", t, 1, 1) for t in ("QUI-8564", "page_of", "QUI-856")]
+    assert ctx.check(probes) == ["exact", "exact", None]
+
+
+def test_a_redacted_secret_counts_only_when_no_other_secret_shares_its_form():
+    """review 10, finding 11: once redacted, two keys in the same command cannot be told
+    apart, so a summary holding ``OPENAI_API_KEY=[REDACTED:openai-key]`` keeps the command
+    of the only key of that form, and neither of two."""
+    from compactctl.summarize.redact import redact
+
+    key_a = "sk-proj-" + "A" * 40
+    key_b = "sk-proj-" + "B" * 40
+    one = Probe("command", f"export OPENAI_API_KEY={key_b}", 3, 1)
+    other = Probe("command", f"export OPENAI_API_KEY={key_a}", 2, 1)
+    unrelated = Probe("command", f"curl -H 'Authorization: Bearer {key_a}' x.io", 4, 1)
+    summary = Context(_log({"role": "user", "content": "ran " + redact(one.text)}))
+    assert "[REDACTED:openai-key]" in summary.text and key_b not in summary.text
+    assert summary.check([one, unrelated]) == ["exact", None]
+    assert summary.check([other, one, unrelated]) == [None, None, None]
+    # a key kept as written is kept whatever the other probes
+    verbatim = Context(_log({"role": "user", "content": "ran " + one.text}))
+    assert verbatim.check([other, one]) == [None, "exact"]
 
 
 # --- retention and tokens ----------------------------------------------------------------------
