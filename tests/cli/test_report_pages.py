@@ -6,10 +6,13 @@ escaped)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,9 +139,9 @@ def _missing(why: str, required: bool) -> None:
     pytest.skip(why)
 
 
-def test_html_report_in_a_headless_browser(tree: Path) -> None:
-    """Opened in Chromium: the chart is drawn (bar widths as laid out), the totals and the
-    table are shown, and the page asked for nothing over the network."""
+@contextlib.contextmanager
+def opened(path: Path) -> Iterator[tuple[Any, list[str]]]:
+    """The page at ``path`` open in headless Chromium, and the URLs it requested so far."""
     required = os.environ.get("COMPACTCTL_BROWSER_REQUIRED") == "1"  # .ci/run sets it
     if CHROMIUM is None:
         why = "no headless Chromium: apt-get install chromium-headless-shell (Debian) to run it"
@@ -147,22 +150,29 @@ def test_html_report_in_a_headless_browser(tree: Path) -> None:
         from playwright import sync_api
     except ImportError:
         _missing("playwright not installed: pip install playwright (make install does)", required)
-    compact(tree, "report.html")
     requests: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
         try:
             page = browser.new_page()
             page.on("request", lambda r: requests.append(r.url))
-            page.goto((tree / "report.html").resolve().as_uri())
-            assert page.title() == "compactctl compact"
-            totals = page.locator("#totals").inner_text()
-            widths = page.evaluate(
-                "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
-            )
-            cells = page.locator("#files tbody tr").all_inner_texts()
+            page.goto(path.resolve().as_uri())
+            yield page, requests
         finally:
             browser.close()
+
+
+def test_html_report_in_a_headless_browser(tree: Path) -> None:
+    """Opened in Chromium: the chart is drawn (bar widths as laid out), the totals and the
+    table are shown, and the page asked for nothing over the network."""
+    compact(tree, "report.html")
+    with opened(tree / "report.html") as (page, requests):
+        assert page.title() == "compactctl compact"
+        totals = page.locator("#totals").inner_text()
+        widths = page.evaluate(
+            "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
+        )
+        cells = page.locator("#files tbody tr").all_inner_texts()
     assert totals == "2 files compacted, 1 failed. Tokens 14,640 -> 4,470 (saved 10,170)."
     assert widths == [12, 12] + [480, round(480 * 2235 / 7320)] * 2
     assert [c.split("\t")[:2] for c in cells] == [
@@ -254,30 +264,14 @@ def test_eval_html_page_in_a_headless_browser(evaluated: Path) -> None:
     """Opened in Chromium: the totals give the probes, the files table each file's retention
     and the file below the gate, the lost probes table the probe with markup as its text
     (no script ran)."""
-    required = os.environ.get("COMPACTCTL_BROWSER_REQUIRED") == "1"  # .ci/run sets it
-    if CHROMIUM is None:
-        _missing("no headless Chromium: apt-get install chromium-headless-shell", required)
-    try:
-        from playwright import sync_api
-    except ImportError:
-        _missing("playwright not installed: pip install playwright (make install does)", required)
     run_eval(evaluated, "eval.html")
-    uri = (evaluated / "eval.html").resolve().as_uri()
-    requests: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM)
-        try:
-            page = browser.new_page()
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(uri)
-            totals = page.locator("#totals").inner_text()
-            files = page.locator("#files tbody tr").all_inner_texts()
-            below = page.locator("#files tr.below td").first.inner_text()
-            kinds = page.locator("#kinds tbody tr").all_inner_texts()
-            lost = page.locator("#lost tbody tr").all_inner_texts()
-            leaked = page.evaluate("[window.leaked, document.scripts.length]")
-        finally:
-            browser.close()
+    with opened(evaluated / "eval.html") as (page, requests):
+        totals = page.locator("#totals").inner_text()
+        files = page.locator("#files tbody tr").all_inner_texts()
+        below = page.locator("#files tr.below td").first.inner_text()
+        kinds = page.locator("#kinds tbody tr").all_inner_texts()
+        lost = page.locator("#lost tbody tr").all_inner_texts()
+        leaked = page.evaluate("[window.leaked, document.scripts.length]")
     assert totals.endswith("Probes: 36 of 72 kept, retention 0.5.")
     assert [row.split("\t")[2:4] for row in files] == [["0", "0 of 36"], ["1", "36 of 36"]]
     assert files[0].split("\t")[1].startswith("below the minimum") and below == "odd.jsonl"
@@ -287,4 +281,4 @@ def test_eval_html_page_in_a_headless_browser(evaluated: Path) -> None:
     assert first[3].startswith(" ".join(MARKUP.split()))  # the markup shown as text
     assert lost[-1].split("\t")[-1] == "and 31 more (compactctl eval -v lists them all)"
     assert len(lost) == 6 and leaked == [None, 0]
-    assert requests == [uri]
+    assert requests == [(evaluated / "eval.html").resolve().as_uri()]
