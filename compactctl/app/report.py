@@ -90,7 +90,7 @@ class Report:
             counts, ``written``, ``sessionKey``, a failure's ``error`` and ``code``, a skip's
             ``reason``; eval's retention, gates and first lost probes:
             :func:`~compactctl.app.report_eval.eval_row`) for the ``--report`` page and the
-            store's run log; memory is a few dozen bytes per file (eval: under 2 KB).
+            store's run log; memory is a few dozen bytes per file (eval: under 5 KB).
         outcome_ok: the ``outcome`` of a processed file that a read-only command
             (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
         command: the command the run is of (the ``--report`` page's title).
