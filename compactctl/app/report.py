@@ -88,8 +88,9 @@ class Report:
         doc: the ``--json`` document each outcome is written to as it is recorded.
         rows: with ``keep_rows``, one slim row per file (``path``, ``outcome``, the token
             counts, ``written``, ``sessionKey``, a failure's ``error`` and ``code``, a skip's
-            ``reason``) for the ``--report`` page and the store's run log; memory is a few
-            dozen bytes per file.
+            ``reason``; eval's retention, gates and first lost probes:
+            :func:`~compactctl.app.report_eval.eval_row`) for the ``--report`` page and the
+            store's run log; memory is a few dozen bytes per file (eval: under 5 KB).
         outcome_ok: the ``outcome`` of a processed file that a read-only command
             (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
         command: the command the run is of (the ``--report`` page's title).
@@ -138,6 +139,10 @@ class Report:
             for key, given in (("written", written), ("sessionKey", result.get("sessionKey"))):
                 if given is not None:
                     row[key] = given
+            if self.command == "eval" and isinstance(result.get("probes"), dict):
+                from compactctl.app.report_eval import eval_row
+
+                row["eval"] = eval_row(result, below=changed)  # changed: below a gate
             self.rows.append(row)
         if self.doc is not None:
             head = {"path": result["path"]} if "path" in result else {}

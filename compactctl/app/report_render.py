@@ -10,6 +10,10 @@ Both are made from the run's :class:`~compactctl.app.report.Report` and its slim
 (``keep_rows``: path, outcome, the token counts of docs/report.schema.json, the error or
 skip reason), so memory is a few dozen bytes per file however large the sessions are.
 A token count a command does not measure (``tokensBefore`` of ``rules``) shows as ``-``.
+``eval``'s pages add what it measured (:mod:`compactctl.app.report_eval`): the probes in the
+totals line, retention and probes kept per file, a file below a gate named so, then the
+tables of retention per kind and of the lost probes. Every text is escaped for its page
+(:func:`md_text`, :func:`html.escape`): a probe is arbitrary transcript text.
 """
 
 from __future__ import annotations
@@ -20,9 +24,17 @@ from collections.abc import Callable
 from typing import Any
 
 from compactctl.app.report import Report
+from compactctl.app.report_eval import (
+    EVAL_COLUMNS,
+    Section,
+    eval_cells,
+    eval_sections,
+    gate_cell,
+    probes_line,
+)
 from compactctl.errors import UsageError
 
-__all__ = ["PAGES", "check_page", "html_page", "markdown", "write_page"]
+__all__ = ["PAGES", "check_page", "html_page", "markdown", "md_text", "write_page"]
 
 
 def _kind(path: str) -> str:
@@ -72,7 +84,8 @@ def _n(value: Any) -> str:
 
 def _totals_line(report: Report, summary: str) -> str:
     """``summary`` (the closing line, ``2 files compacted, 1 failed.``) and the tokens:
-    ``Tokens 9,000 -> 3,000 (saved 6,000).``"""
+    ``Tokens 9,000 -> 3,000 (saved 6,000).``; eval adds its probes
+    (:func:`~compactctl.app.report_eval.probes_line`)."""
     t = report.totals()
     line = summary
     if t["tokensBefore"] is not None and t["tokensAfter"] is not None:
@@ -80,22 +93,79 @@ def _totals_line(report: Report, summary: str) -> str:
         line += f" Tokens {_n(t['tokensBefore'])} -> {_n(t['tokensAfter'])} (saved {saved})."
     elif t["tokensSaved"] is not None:
         line += f" Tokens saved: {_n(t['tokensSaved'])}."
-    return line
+    return line + probes_line(report.rows)
 
 
 def _outcome(row: dict[str, Any]) -> str:
-    """The outcome cell: ``changed``, or ``failed: why`` / ``skipped: why``."""
+    """The outcome cell: ``changed``, ``failed: why`` / ``skipped: why``, or (eval) ``below
+    the minimum: retention 0 < 0.9`` (:func:`~compactctl.app.report_eval.gate_cell`)."""
     why = row.get("error") or row.get("reason")
-    return f"{row['outcome']}: {why}" if why else str(row["outcome"])
+    return gate_cell(row) or (f"{row['outcome']}: {why}" if why else str(row["outcome"]))
 
 
 def _title(report: Report) -> str:
     return f"compactctl {report.command}".rstrip()
 
 
+def _files(report: Report) -> Section:
+    """The table of files: outcome, (eval) retention and probes kept, the token counts."""
+    evaluated = any("eval" in row for row in report.rows)
+    extra = EVAL_COLUMNS if evaluated else []
+    columns = [("file", False), ("outcome", False), *extra,
+               *((label, True) for label in _KEYS.values())]  # fmt: skip
+    cells = [
+        [str(row["path"]), _outcome(row), *(eval_cells(row) if evaluated else []),
+         *(_n(row.get(k)) for k in _KEYS)]
+        for row in report.rows
+    ]  # fmt: skip
+    classes = tuple(
+        f"{row['outcome']} below" if (row.get("eval") or {}).get("below") else str(row["outcome"])
+        for row in report.rows
+    )
+    return Section("Files", "files", columns, cells, classes=classes)
+
+
+def _sections(report: Report) -> list[Section]:
+    """The tables of the page: the files, then eval's (retention per kind, lost probes)."""
+    if not report.rows:
+        return []
+    return [_files(report), *eval_sections(report.rows)]
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~&$"})
+"""Markdown's inline punctuation, backslash-escaped in a cell (CommonMark lets any ASCII
+punctuation be escaped): code spans, emphasis, links, HTML tags, entities, table pipes,
+strikethrough and GitHub's math show as the characters they are."""
+
+
+def md_text(text: str) -> str:
+    """``text`` as literal text in a Markdown table cell: one line, its markup escaped.
+
+    >>> print(md_text("a|b `x` <script>\\n*y*"))
+    a\\|b \\`x\\` \\<script\\> \\*y\\*
+    """
+    return " ".join(text.split()).translate(_MD_SPECIAL)
+
+
+def _md_table(section: Section, *, titled: bool) -> list[str]:
+    lines = ["", f"#### {section.title}"] if titled else []
+    if section.rows:
+        lines += [
+            "",
+            "| " + " | ".join(name for name, _ in section.columns) + " |",
+            "| " + " | ".join("---:" if n else "---" for _, n in section.columns) + " |",
+            *("| " + " | ".join(md_text(c) for c in cells) + " |" for cells in section.rows),
+        ]
+    if section.note:
+        lines += ["", md_text(section.note)]
+    return lines
+
+
 def markdown(report: Report, summary: str) -> str:
     """The Markdown report: a heading, the totals line (``summary``, the run's closing
-    line, then the tokens), a table with a row per file.
+    line, then the tokens; eval: the probes), a table with a row per file; eval adds
+    retention and probes kept to it, then a table of retention per kind and one of the lost
+    probes (:mod:`compactctl.app.report_eval`). Cell texts are escaped (:func:`md_text`).
 
     >>> r = Report(command="compact", keep_rows=True)
     >>> r.done({"path": "a|b.jsonl", "tokensBefore": 10, "tokensAfter": 4, "tokensSaved": 6},
@@ -109,31 +179,22 @@ def markdown(report: Report, summary: str) -> str:
     | --- | --- | ---: | ---: | ---: |
     | a\\|b.jsonl | changed | 10 | 4 | 6 |
     """
-
-    def cell(text: str) -> str:
-        return " ".join(text.split()).replace("|", "\\|")
-
     lines = [f"### {_title(report)}", "", _totals_line(report, summary)]
-    if report.rows:
-        lines += [
-            "",
-            "| file | outcome | tokens before | tokens after | tokens saved |",
-            "| --- | --- | ---: | ---: | ---: |",
-        ]
-        for row in report.rows:
-            counts = " | ".join(_n(row.get(k)) for k in _KEYS)
-            lines.append(f"| {cell(str(row['path']))} | {cell(_outcome(row))} | {counts} |")
+    for i, section in enumerate(_sections(report)):
+        lines += _md_table(section, titled=i > 0)
     return "\n".join(lines) + "\n"
 
 
-_KEYS = ("tokensBefore", "tokensAfter", "tokensSaved")
+_KEYS = {"tokensBefore": "tokens before", "tokensAfter": "tokens after",
+         "tokensSaved": "tokens saved"}  # fmt: skip
+"""The token counts of a row, and their column headers."""
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin-top: 1em; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.failed { color: #b00020; } .skipped { color: #777; }
+.failed, .below { color: #b00020; } .skipped { color: #777; }
 svg text { font: 12px system-ui, sans-serif; fill: #222; }
 .before { fill: #b0b7c3; } .after { fill: #2f6fdf; }
 """
@@ -186,10 +247,28 @@ def _chart(rows: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def _html_table(section: Section) -> list[str]:
+    out = [f"<h2>{html.escape(section.title)}</h2>"]
+    if section.rows:
+        head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in section.columns)
+        out.append(f'<table id="{section.id}"><thead><tr>{head}</tr></thead><tbody>')
+        for i, cells in enumerate(section.rows):
+            tds = "".join(
+                f'<td class="n">{html.escape(c)}</td>' if n else f"<td>{html.escape(c)}</td>"
+                for c, (_, n) in zip(cells, section.columns, strict=True)
+            )
+            cls = f' class="{html.escape(section.classes[i])}"' if section.classes else ""
+            out.append(f"<tr{cls}>{tds}</tr>")
+        out.append("</tbody></table>")
+    if section.note:
+        out.append(f'<p id="{section.id}-note">{html.escape(section.note)}</p>')
+    return out
+
+
 def html_page(report: Report, summary: str) -> str:
     """The HTML report: one self-contained page (inline CSS and SVG, nothing fetched) with
-    the totals line (``summary`` and the tokens), the chart of tokens before and after per
-    session, and the table."""
+    the totals line (``summary`` and the tokens; eval: the probes), the chart of tokens
+    before and after per session, and the tables of :func:`markdown`, every text escaped."""
     title = html.escape(_title(report))
     body = [
         "<!DOCTYPE html>",
@@ -203,17 +282,10 @@ def html_page(report: Report, summary: str) -> str:
         f'<p id="totals">{html.escape(_totals_line(report, summary))}</p>',
         "<h2>Tokens before and after, per session</h2>",
         f'<div id="chart">{_chart(report.rows)}</div>',
-        "<h2>Files</h2>",
-        '<table id="files"><thead><tr><th>file</th><th>outcome</th><th>tokens before</th>'
-        "<th>tokens after</th><th>tokens saved</th></tr></thead><tbody>",
     ]
-    for row in report.rows:
-        counts = "".join(f'<td class="n">{_n(row.get(k))}</td>' for k in _KEYS)
-        body.append(
-            f'<tr class="{html.escape(str(row["outcome"]))}"><td>{html.escape(str(row["path"]))}'
-            f"</td><td>{html.escape(_outcome(row))}</td>{counts}</tr>"
-        )
-    body += ["</tbody></table>", "</body>", "</html>"]
+    for section in _sections(report):
+        body += _html_table(section)
+    body += ["</body>", "</html>"]
     return "\n".join(body) + "\n"
 
 

@@ -1,17 +1,23 @@
 """``--report PATH``: the Markdown summary (checked exactly, against a golden written by
 hand), the self-contained HTML page (its structure, and opened in a headless browser when
-one is installed), the extension that chooses them, and ``$GITHUB_STEP_SUMMARY``."""
+one is installed), the extension that chooses them, ``$GITHUB_STEP_SUMMARY``, and what
+``eval``'s pages say: retention, the file below the gate, the lost probes (their text
+escaped)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import SAMPLES, run_cli
+from tests.helpers import SAMPLES, run_cli, write_jsonl
+from tests.sessions import load_records
 
 S1 = SAMPLES / "small-s1.canonical.jsonl"
 
@@ -133,9 +139,9 @@ def _missing(why: str, required: bool) -> None:
     pytest.skip(why)
 
 
-def test_html_report_in_a_headless_browser(tree: Path) -> None:
-    """Opened in Chromium: the chart is drawn (bar widths as laid out), the totals and the
-    table are shown, and the page asked for nothing over the network."""
+@contextlib.contextmanager
+def opened(path: Path) -> Iterator[tuple[Any, list[str]]]:
+    """The page at ``path`` open in headless Chromium, and the URLs it requested so far."""
     required = os.environ.get("COMPACTCTL_BROWSER_REQUIRED") == "1"  # .ci/run sets it
     if CHROMIUM is None:
         why = "no headless Chromium: apt-get install chromium-headless-shell (Debian) to run it"
@@ -144,22 +150,29 @@ def test_html_report_in_a_headless_browser(tree: Path) -> None:
         from playwright import sync_api
     except ImportError:
         _missing("playwright not installed: pip install playwright (make install does)", required)
-    compact(tree, "report.html")
     requests: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
         try:
             page = browser.new_page()
             page.on("request", lambda r: requests.append(r.url))
-            page.goto((tree / "report.html").resolve().as_uri())
-            assert page.title() == "compactctl compact"
-            totals = page.locator("#totals").inner_text()
-            widths = page.evaluate(
-                "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
-            )
-            cells = page.locator("#files tbody tr").all_inner_texts()
+            page.goto(path.resolve().as_uri())
+            yield page, requests
         finally:
             browser.close()
+
+
+def test_html_report_in_a_headless_browser(tree: Path) -> None:
+    """Opened in Chromium: the chart is drawn (bar widths as laid out), the totals and the
+    table are shown, and the page asked for nothing over the network."""
+    compact(tree, "report.html")
+    with opened(tree / "report.html") as (page, requests):
+        assert page.title() == "compactctl compact"
+        totals = page.locator("#totals").inner_text()
+        widths = page.evaluate(
+            "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
+        )
+        cells = page.locator("#files tbody tr").all_inner_texts()
     assert totals == "2 files compacted, 1 failed. Tokens 14,640 -> 4,470 (saved 10,170)."
     assert widths == [12, 12] + [480, round(480 * 2235 / 7320)] * 2
     assert [c.split("\t")[:2] for c in cells] == [
@@ -168,3 +181,104 @@ def test_html_report_in_a_headless_browser(tree: Path) -> None:
         ["claude.jsonl", f"failed: {CLAUDE_REFUSED}"],
     ]
     assert requests == [(tree / "report.html").resolve().as_uri()]
+
+
+# --- eval: what the report says a compaction kept -----------------------------------------
+
+MARKUP = "<script>window.leaked = 1</script> a|b c\\|d `x` __init__ *y* &amp; $z$\nsecond line. "
+"""Put before small-s1's first request: markup of HTML, Markdown and GitHub (a pipe, one
+after a backslash, backticks, emphasis, an entity, math) and a newline."""
+
+
+@pytest.fixture()
+def evaluated(tmp_path: Path) -> Path:
+    """odd.jsonl: small-s1 with MARKUP opening its first request and a summary that replaces
+    every message by "Nothing to report." (it keeps no probe); s1.jsonl: small-s1 as is."""
+    records = load_records("small-s1")
+    first = next(r for r in records if r.get("role") == "user")
+    first["content"] = MARKUP + first["content"]
+    uuids = [r["uuid"] for r in records if r["type"] == "message"]
+    summary = {"type": "summary", "uuid": "s-nothing", "replaces": uuids,
+               "summaryText": "Nothing to report.", "lastSummarizedTurnId": 6,
+               "timestamp": "2025-05-16T10:00:00Z"}  # fmt: skip
+    write_jsonl(tmp_path / "odd.jsonl", [*records, summary])
+    shutil.copy(S1, tmp_path / "s1.jsonl")
+    return tmp_path
+
+
+def run_eval(tree: Path, report: str) -> None:
+    r = run_cli("eval", "--estimate", "--min-retention", "0.9", "--report", report,
+                "odd.jsonl", "s1.jsonl", cwd=tree)  # fmt: skip
+    assert r.returncode == 1, r.stderr.decode()  # odd.jsonl is below the gate
+    assert b"odd.jsonl: below the minimum: retention 0 < 0.9" in r.stderr
+
+
+# Checked by hand: `inspect --estimate odd.jsonl` counts 7,341 tokens and an effective
+# context of 11 (the summary); small-s1 counts 7,320 and has 36 probes (`eval` keeps all 36
+# of s1 and none of odd's 36: 36 of 72, 0.5 per kind too). The first request's probe is its
+# opening, cut by the report at 160 chars; `eval --json` lists these five lost first.
+EVAL_ROWS = [
+    "| s1.jsonl | ok | 1 | 36 of 36 | 7,320 | 7,320 | 0 |",
+    "| file | first_request | latest_request | file_path | command | error | identifier "
+    "| user_constraint | decision | pending_task |",
+    "| odd.jsonl | 0 (0/1) | 0 (0/1) | 0 (0/5) | 0 (0/7) | 0 (0/8) | 0 (0/4) | 0 (0/4) "
+    "| 0 (0/3) | 0 (0/3) |",
+    "| all files | 0.5 (1/2) | 0.5 (1/2) | 0.5 (5/10) | 0.5 (7/14) | 0.5 (8/16) | 0.5 (4/8) "
+    "| 0.5 (4/8) | 0.5 (3/6) | 0.5 (3/6) |",
+    "| odd.jsonl | 63 | latest\\_request | Let's stop here for today. Give me a short status: "
+    "what is done, and what is still open? |",
+    "| odd.jsonl | 3 | user\\_constraint | Do not add new dependencies |",
+    "| odd.jsonl |  |  | and 31 more (compactctl eval -v lists them all) |",
+]
+
+
+def test_eval_markdown_says_what_eval_found(evaluated: Path) -> None:
+    run_eval(evaluated, "eval.md")
+    text = (evaluated / "eval.md").read_text()
+    lines = text.splitlines()
+    assert lines[:3] == [
+        "### compactctl eval",
+        "",
+        "1 file below the minimum, 1 passed. Tokens 14,661 -> 7,331 (saved 7,330). "
+        "Probes: 36 of 72 kept, retention 0.5.",
+    ]
+    odd = next(line for line in lines if line.startswith("| odd.jsonl | below the minimum"))
+    assert odd.endswith(" | 0 | 0 of 36 | 7,341 | 11 | 7,330 |")
+    assert all(row in lines for row in EVAL_ROWS), text
+    assert "#### Retention by kind" in lines and "#### Lost probes" in lines
+    # the text a Markdown renderer (CommonMark with GitHub's tables) shows is the probe's
+    # own, on one line: no tag, code span, emphasis or split cell made of it
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").render(text)
+    page = _Page()
+    page.feed(rendered)
+    cells = [t for t in page.text if t.startswith("<script>")]
+    opening = " ".join(MARKUP.split()) + " `quillpad list --page 2` shows the last entry"
+    assert len(cells) == 1 and cells[0].startswith(opening), cells
+    assert cells[0].endswith("page 1 again, and the…") and len(cells[0]) <= 160
+    assert {"script", "code", "em", "strong"}.isdisjoint(page.tags)
+
+
+def test_eval_html_page_in_a_headless_browser(evaluated: Path) -> None:
+    """Opened in Chromium: the totals give the probes, the files table each file's retention
+    and the file below the gate, the lost probes table the probe with markup as its text
+    (no script ran)."""
+    run_eval(evaluated, "eval.html")
+    with opened(evaluated / "eval.html") as (page, requests):
+        totals = page.locator("#totals").inner_text()
+        files = page.locator("#files tbody tr").all_inner_texts()
+        below = page.locator("#files tr.below td").first.inner_text()
+        kinds = page.locator("#kinds tbody tr").all_inner_texts()
+        lost = page.locator("#lost tbody tr").all_inner_texts()
+        leaked = page.evaluate("[window.leaked, document.scripts.length]")
+    assert totals.endswith("Probes: 36 of 72 kept, retention 0.5.")
+    assert [row.split("\t")[2:4] for row in files] == [["0", "0 of 36"], ["1", "36 of 36"]]
+    assert files[0].split("\t")[1].startswith("below the minimum") and below == "odd.jsonl"
+    assert kinds[-1].split("\t")[:4] == ["all files", "0.5 (1/2)", "0.5 (1/2)", "0.5 (5/10)"]
+    first = lost[0].split("\t")
+    assert first[:3] == ["odd.jsonl", "3", "first_request"]
+    assert first[3].startswith(" ".join(MARKUP.split()))  # the markup shown as text
+    assert lost[-1].split("\t")[-1] == "and 31 more (compactctl eval -v lists them all)"
+    assert len(lost) == 6 and leaked == [None, 0]
+    assert requests == [(evaluated / "eval.html").resolve().as_uri()]
