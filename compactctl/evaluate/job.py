@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactctl.errors import InputError
+from compactctl.app.report import Report
+from compactctl.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_USAGE, InputError
 from compactctl.evaluate.check import Context
 from compactctl.evaluate.lines import open_session
 from compactctl.evaluate.probes import extract_probes
@@ -147,9 +148,13 @@ def evaluate_session(
         original: where the original messages are (``--against``); ``None``: the
             session's own log, whose message events stay in place after any compaction.
 
+    A ``--judge`` failure (a missing key, a failed model call, an answer without grades)
+    does not raise: the result keeps its probe results and ``judge`` gives the error
+    (:func:`~compactctl.evaluate.judge.judge_entry`).
+
     Raises:
-        UsageError, SummarizerError: from ``--judge`` (a missing key, a failed model call)
-            or ``--compare`` (a bad configuration).
+        UsageError, SummarizerError: from ``--compare`` (a bad configuration, a failed
+            summarizer).
         ValueError: the tiktoken encoding is unavailable offline.
     """
     source = original or session
@@ -171,9 +176,9 @@ def evaluate_session(
         against=original.path if original is not None else None,
     )
     if options.judge is not None:
-        from compactctl.evaluate.judge import judge_session
+        from compactctl.evaluate.judge import judge_entry
 
-        result.judge = judge_session(view, probes, options.judge, originals).to_json()
+        result.judge = judge_entry(view, probes, options.judge, originals)
     if options.compare:
         from compactctl.evaluate.compare import compare_session
 
@@ -265,7 +270,11 @@ def run_eval(
     ``-q``, ``-v``, the filters, ...).
 
     A file below a gate counts as changed on the report (whose ``check`` mode makes that
-    exit code 1) and is named on stderr unless ``quiet``.
+    exit code 1) and is named on stderr unless ``quiet``. A file whose ``--judge`` failed
+    is done (its probe results stand), its judge's error is said on stderr, and the run
+    exits with that error's code (3 for a failed call, as for a file that could not be
+    processed; 2 for a configuration problem) unless a failure's code outranks it
+    (:class:`_EvalReport`).
 
     Returns:
         The run's :class:`~compactctl.app.report.Report`.
@@ -273,12 +282,11 @@ def run_eval(
     Raises:
         UsageError: as :func:`compactctl.app.runner.run_files`.
     """
-    from compactctl.app.report import Report
     from compactctl.app.runner import run_files
 
     printer = _Printer(scope.json_out, scope.verbose)
-    report = Report(check=True, doc=printer.doc, outcome_ok="ok", keep_rows=scope.keep_rows,
-                    command="eval")  # fmt: skip
+    report = _EvalReport(check=True, doc=printer.doc, outcome_ok="ok",
+                         keep_rows=scope.keep_rows, command="eval")  # fmt: skip
     outcomes = run_files(paths, worker, scope=scope, settings=settings, report=report,
                          desc="eval")  # fmt: skip
     for result in (outcome["result"] for outcome in outcomes):
@@ -287,9 +295,36 @@ def run_eval(
         if result.below and not scope.quiet:
             gates = "; ".join(result.below)
             sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
+        failed = (result.judge or {}).get("error")
+        if failed:
+            report.judge_failures.append(failed["exitCode"])
+            sys.stderr.write(f"compactctl: {result.path}: judge failed (the probe results "
+                             f"stand): {failed['message']}\n")  # fmt: skip
         printer.add(result)
     printer.close(report)
     return report
+
+
+@dataclass
+class _EvalReport(Report):
+    """The run's report, with the exit codes of the files whose judge failed: done files
+    (their probe results stand), but a script must see that part of the run failed."""
+
+    judge_failures: list[int] = field(default_factory=list)
+
+    @property
+    def return_code(self) -> int:
+        """:attr:`Report.return_code`, where a judge's failure ranks as a failed file's
+        error of the same code would (75, then 3, then 2, above a gate's 1)."""
+        code = super().return_code
+        codes = {code, *self.judge_failures}
+        return next((c for c in (EXIT_LOCKED, EXIT_INPUT, EXIT_USAGE) if c in codes), code)
+
+    def summary(self, verb: str, rest: str = "unchanged") -> str:
+        """:meth:`Report.summary`, then how many files' judge failed."""
+        line = super().summary(verb, rest)
+        n = len(self.judge_failures)
+        return line[:-1] + f", {n} with the judge failed." if n else line
 
 
 class _Printer:

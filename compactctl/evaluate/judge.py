@@ -19,26 +19,32 @@ artifact trail, completeness, continuity, instruction following.
 Calls: for each question, one to the answering model (``--answer-model``, default the judge
 model) with the effective context rendered as text
 (:func:`compactctl.summarize.litellm.render_transcript`: tool outputs clipped to their head
-and tail) and the question; then one to the judge with the question, the reference facts and
-the answer. Eight calls per file. Everything sent is redacted first
+and tail) and fitted to its input window (:func:`fit_context`: the middle goes, the first
+request or summary and the newest messages stay), and the question; then one to the judge
+with the question, the reference facts and the answer. Eight calls per file, each through
+the summarizer's call path (:meth:`compactctl.summarize.litellm.LiteLLMSummarizer.complete`:
+litellm's retries, its errors mapped to exit codes). Everything sent is redacted first
 (:func:`compactctl.summarize.redact.redact`), unless ``redact`` is off. litellm is imported
 on the first call only; tests answer through ``mock_response``, never the network.
+
+A judge that fails does not fail the file (:func:`judge_entry`): its entry keeps the probe
+results and gives the judge's error.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from compactctl.errors import SummarizerError, UsageError
-from compactctl.evaluate.check import string_leaves
 from compactctl.evaluate.probes import Probe
-from compactctl.model import Message, without_surrogates
+from compactctl.model import Message
+
+if TYPE_CHECKING:
+    from compactctl.summarize.litellm import LiteLLMSummarizer
 
 __all__ = [
     "DIMENSIONS",
@@ -46,6 +52,8 @@ __all__ = [
     "JudgeError",
     "JudgeOptions",
     "JudgeReport",
+    "fit_context",
+    "judge_entry",
     "judge_session",
     "judge_table",
     "questions",
@@ -107,6 +115,9 @@ class JudgeOptions:
         timeout: seconds per request. num_retries: litellm's retries with backoff.
         completion_kwargs: extra keyword arguments for ``litellm.completion`` (``api_base``;
             tests pass ``mock_response``).
+        max_input_tokens: the answering model's input window in tokens (``None``: litellm's
+            model table, as for ``--model``; :meth:`~compactctl.summarize.litellm.
+            LiteLLMSummarizer.prompt_budget`).
     """
 
     model: str
@@ -115,6 +126,7 @@ class JudgeOptions:
     timeout: float = 120.0
     num_retries: int = 2
     completion_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    max_input_tokens: int | None = None
 
 
 @dataclass
@@ -125,11 +137,14 @@ class JudgeReport:
         model, answer_model: the judge and the answering model.
         graded: per question ``{"type", "question", "answer", "scores": {DIMENSION: 0-5},
             "rationale"}``.
+        context_omitted: messages of the effective context left out of the answering
+            prompt to fit the answering model's window (:func:`fit_context`; 0: none).
     """
 
     model: str
     answer_model: str
     graded: list[dict[str, Any]]
+    context_omitted: int = 0
 
     def scores(self) -> dict[str, float]:
         """The mean grade of each dimension over the questions (2 decimals)."""
@@ -140,7 +155,7 @@ class JudgeReport:
 
     def to_json(self) -> dict[str, Any]:
         """``{"model", "answerModel", "scores": {DIMENSION: mean}, "overall", "byType":
-        {TYPE: {DIMENSION: grade}}, "questions": [...]}``."""
+        {TYPE: {DIMENSION: grade}}, "contextOmitted", "questions": [...]}``."""
         scores = self.scores()
         return {
             "model": self.model,
@@ -148,6 +163,7 @@ class JudgeReport:
             "scores": scores,
             "overall": round(sum(scores.values()) / len(scores), 2),
             "byType": {q["type"]: q["scores"] for q in self.graded},
+            "contextOmitted": self.context_omitted,
             "questions": self.graded,
         }
 
@@ -167,38 +183,32 @@ def questions(probes: Sequence[Probe]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def _complete(model: str, messages: list[dict[str, str]], options: JudgeOptions) -> str:
-    """One ``litellm.completion`` call; the answer's text.
+def _model(name: str, options: JudgeOptions, window: int | None = None) -> LiteLLMSummarizer:
+    """A model to call: the summarizer's client (its :meth:`~compactctl.summarize.litellm.
+    LiteLLMSummarizer.complete` is the one call path: redaction as sent, retries, errors)."""
+    from compactctl.summarize.litellm import LiteLLMSummarizer
+
+    same = ("timeout", "num_retries", "completion_kwargs", "redact")  # the same call options
+    kwargs = {k: getattr(options, k) for k in same}
+    return LiteLLMSummarizer(name, max_input_tokens=window, **kwargs)
+
+
+def _call(model: LiteLLMSummarizer, messages: list[dict[str, str]]) -> str:
+    """One call of ``model``; its failures as :class:`JudgeError` (``--judge`` named).
 
     Raises:
-        UsageError: authentication or an unknown model (a configuration problem).
+        ContextTooLong: the model's context-length error (the caller fits the context again).
+        UsageError: a configuration problem (authentication, unknown model, missing key).
         JudgeError: any other failure, or an empty answer.
     """
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from compactctl.summarize.litellm import ContextTooLong
 
-    litellm.suppress_debug_info = True  # its "Give Feedback" banner goes to stdout
-    messages, _ = without_surrogates(messages)  # else UTF-8 encoding fails before sending
-    kwargs: dict[str, Any] = {"temperature": 0, **options.completion_kwargs}
     try:
-        response = litellm.completion(
-            model=model,
-            messages=messages,
-            timeout=options.timeout,
-            num_retries=options.num_retries,
-            **kwargs,
-        )
-        content = response.choices[0].message.content
-    except (litellm.exceptions.AuthenticationError, litellm.exceptions.NotFoundError) as exc:
-        raise UsageError(
-            f"--judge model {model}: {type(exc).__name__}. Check the model name and the "
-            "provider's API key variable (e.g. OPENAI_API_KEY)"
-        ) from exc
-    except Exception as exc:  # litellm maps provider errors onto its own types
-        raise JudgeError(f"--judge model {model} failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(content, str) or not content.strip():
-        raise JudgeError(f"--judge model {model} returned an empty answer")
-    return content
+        return model.complete(messages)
+    except ContextTooLong:
+        raise
+    except SummarizerError as exc:
+        raise JudgeError(f"--judge {exc.message}") from exc
 
 
 _ANSWER_SYSTEM = (
@@ -218,15 +228,14 @@ _JUDGE_SYSTEM = (
     + '}, "rationale": "one sentence"}.'
 )
 
-_OBJECT_RE = re.compile(r"\{.*\}", re.DOTALL)
-
 
 def parse_grades(answer: str) -> tuple[dict[str, int], str]:
     """The judge's ``(scores, rationale)``: each of :data:`DIMENSIONS` an integer 0-5.
 
-    The first ``{...}`` of the answer is read (text around it, such as a Markdown fence,
-    is ignored); scores may be at the top level or under ``"scores"``; numbers are rounded
-    and clamped to 0..5.
+    The first JSON object of the answer is read (:meth:`json.JSONDecoder.raw_decode` from
+    the first ``{``, else from the next ``{`` when that one starts no valid JSON): text
+    around it, such as prose, a Markdown fence or a later ``{0..5}``, is ignored. Scores may
+    be at the top level or under ``"scores"``; numbers are rounded and clamped to 0..5.
 
     >>> parse_grades('```json\\n{"scores": {"accuracy": 4, "contextAwareness": 3, '
     ...              '"artifactTrail": 5, "completeness": 2.6, "continuity": 9, '
@@ -237,12 +246,8 @@ def parse_grades(answer: str) -> tuple[dict[str, int], str]:
     Raises:
         JudgeError: no JSON object, or a dimension missing or not a number.
     """
-    match = _OBJECT_RE.search(answer)
-    try:
-        doc = orjson.loads(match.group(0)) if match else None
-    except orjson.JSONDecodeError:
-        doc = None
-    if not isinstance(doc, dict):
+    doc = _first_object(answer)
+    if doc is None:
         raise JudgeError(f"the judge answered no JSON object: {answer[:200]!r}")
     scores = doc.get("scores", doc)
     grades: dict[str, int] = {}
@@ -256,33 +261,121 @@ def parse_grades(answer: str) -> tuple[dict[str, int], str]:
     return grades, rationale if isinstance(rationale, str) else ""
 
 
-def _prepare(text: str, options: JudgeOptions) -> str:
-    if not options.redact:
-        return text
-    from compactctl.summarize.redact import redact
+def _first_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (``None``: none).
 
-    return redact(text)
+    >>> _first_object('Grades: {"a": {"b": 1}} (scale: {0..5})')
+    {'a': {'b': 1}}
+    """
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start >= 0:
+        try:
+            doc, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            return doc
+        start = text.find("{", start + 1)
+    return None
 
 
 def _outside_secrets(probes: Sequence[Probe], originals: Iterable[Message]) -> list[Probe]:
-    """The probes that hold no part of a secret: a probe is a substring of its source
-    message, so one that is not a substring of that message redacted overlapped a secret
-    (a word of a password, a line of a key's body) and is left out of what is sent. A
-    probe whose source is not among ``originals`` is kept (its text is redacted later)."""
-    from compactctl.summarize.redact import redact_messages
+    """The probes that hold no part of a secret, for the judge's reference facts.
 
-    sources = {m.uuid: m.data for m in originals if m.uuid}
-    safe: dict[str, list[str]] = {}
+    A probe found in its source message (in a text eval checks,
+    :func:`~compactctl.evaluate.check.message_strings`: the content's text with its parts
+    joined by ``\n``, the tool calls' names and argument strings; or in any string of its
+    JSON, :func:`~compactctl.text.string_leaves`) but in none of those texts of the message
+    redacted (:func:`~compactctl.summarize.redact.redact_messages`) overlapped a secret (a
+    word of a password, a line of a key's body): it is left out of what is sent. A probe
+    found in neither (a rendering of its source, such as a list-form command joined), or
+    whose source is not among ``originals``, is kept: what is sent is redacted as a whole
+    (:meth:`~compactctl.summarize.litellm.LiteLLMSummarizer.complete`)."""
+    from compactctl.evaluate.check import message_strings
+    from compactctl.summarize.redact import redact_messages
+    from compactctl.text import string_leaves
+
+    sources = {m.uuid: m for m in originals if m.uuid}
+    texts: dict[str, tuple[list[str], list[str]]] = {}
     out = []
     for p in probes:
-        if p.source is None or p.source not in sources:
+        source = sources.get(p.source) if p.source is not None else None
+        if source is None or p.source is None:
             out.append(p)
             continue
-        if p.source not in safe:
-            safe[p.source] = list(string_leaves(redact_messages([sources[p.source]])[0]))
-        if any(p.text in s for s in safe[p.source]):
+        if p.source not in texts:
+            redacted = Message(redact_messages([source.data])[0])
+            texts[p.source] = (
+                [*message_strings(source), *string_leaves(source.data)],
+                [*message_strings(redacted), *string_leaves(redacted.data)],
+            )
+        plain, safe = texts[p.source]
+        if any(p.text in s for s in safe) or not any(p.text in s for s in plain):
             out.append(p)
     return out
+
+
+ANSWER_TOKENS = 2048
+"""Tokens of the answering model's window set aside for its answer
+(:data:`compactctl.summarize.litellm.MIN_ANSWER_TOKENS`, the summarizer's room)."""
+
+
+def fit_context(
+    messages: Sequence[Mapping[str, Any]], model: LiteLLMSummarizer, limit: int
+) -> tuple[str, int]:
+    """The effective context as text in at most ``limit`` tokens (``model.counter``), and
+    how many of its messages were left out.
+
+    The text is :func:`~compactctl.summarize.litellm.render_transcript`'s (tool outputs
+    clipped to their head and tail). When it is longer than ``limit``, the middle goes: the
+    head is kept (the messages up to the first user message, which is the summary of a
+    compacted context or the first request of an uncompacted one; at most half of
+    ``limit``, a longer block cut to its first part by
+    :meth:`~compactctl.summarize.litellm.LiteLLMSummarizer.split_block`), then the newest
+    messages that fit (the latest request, the open work; the newest block cut to its last
+    part when it alone is too long), with a line in their place saying how many messages
+    were left out. The probe questions ask for the first request, what is open and the
+    latest request, which these ends hold; the facts of the messages left out count as
+    forgotten, as they would be for an agent whose window is this small.
+    """
+    rendered = [block for block, _ in _transcript_blocks(messages)]
+    sizes = [model.counter.count(b) + 1 for b in rendered]  # + the blank line between
+    if sum(sizes) <= limit:
+        return "\n\n".join(rendered), 0
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), 0)
+    marker_tokens = 32
+    head: list[str] = []
+    used = 0
+    for block, n in zip(rendered[: first_user + 1], sizes, strict=False):
+        if used + n > limit // 2:
+            if limit // 2 - used >= 64:
+                head.append(model.split_block(block, limit // 2 - used)[0])
+                used += model.counter.count(head[-1]) + 1
+            break
+        head.append(block)
+        used += n
+    tail: list[str] = []
+    room = limit - used - marker_tokens
+    for i in range(len(rendered) - 1, len(head) - 1, -1):
+        if sizes[i] > room:
+            if not tail and room >= 64:
+                tail.append(model.split_block(rendered[i], room)[-1])
+            break
+        tail.append(rendered[i])
+        room -= sizes[i]
+    omitted = len(rendered) - len(head) - len(tail)
+    marker = [
+        f"[... {omitted} messages left out here to fit the answering model's input window: "
+        "the oldest after the first request or summary ...]"
+    ]
+    return "\n\n".join([*head, *marker[: omitted > 0], *reversed(tail)]), omitted
+
+
+def _transcript_blocks(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
+    from compactctl.summarize.litellm import transcript_blocks
+
+    return transcript_blocks(messages)
 
 
 def judge_session(
@@ -292,6 +385,12 @@ def judge_session(
     originals: Iterable[Message] = (),
 ) -> JudgeReport:
     """Ask the probe questions of one session and grade the answers (see the module).
+
+    The effective context is fitted to the answering model's input window
+    (:func:`fit_context`: :meth:`~compactctl.summarize.litellm.LiteLLMSummarizer.
+    prompt_budget` less :data:`ANSWER_TOKENS` and the question); when the model still says
+    it is too long (the count is tiktoken's, an approximation for other providers), the
+    context is fitted again to half the tokens it had, once.
 
     Args:
         view: the effective context the answering model is given.
@@ -304,52 +403,92 @@ def judge_session(
         UsageError: authentication or an unknown model.
         JudgeError: a failed call, or a judge answer without valid scores.
     """
-    from compactctl.summarize.litellm import render_transcript
+    from compactctl.summarize.litellm import ContextTooLong
 
     messages: list[Any] = [m.data for m in view]
     if options.redact:
         from compactctl.summarize.redact import redact_messages
 
         messages = redact_messages(messages)  # whole, before render_transcript clips them
-    context = _prepare(render_transcript(messages), options)
-    if options.redact:
         probes = _outside_secrets(probes, originals)
-    answerer = options.answer_model or options.model
+    answerer = _model(options.answer_model or options.model, options, options.max_input_tokens)
+    judge = _model(options.model, options)
+    asked = [f"CONTEXT:\n\n\nQUESTION: {q}" for q, _ in QUESTION_TYPES.values()]
+    fixed = max(answerer.counter.count(_ANSWER_SYSTEM + q) for q in asked) + 16
+    limit = answerer.prompt_budget(ANSWER_TOKENS) - fixed
+    if limit < 256:
+        raise JudgeError(
+            f"--judge: the input window of {answerer.name} leaves {limit} tokens for the "
+            "context; use a model with a larger window"
+        )
+    context, omitted = fit_context(messages, answerer, limit)
     graded = []
     for qtype, question, reference in questions(probes):
-        answer = _complete(
-            answerer,
-            [
+        for attempt in (1, 2):
+            prompt = [
                 {"role": "system", "content": _ANSWER_SYSTEM},
                 {"role": "user", "content": f"CONTEXT:\n{context}\n\nQUESTION: {question}"},
-            ],
-            options,
-        )
+            ]
+            try:
+                answer = _call(answerer, prompt)
+                break
+            except ContextTooLong as exc:
+                if attempt == 2:
+                    raise JudgeError(f"--judge {exc.message}") from exc
+                limit = min(limit, answerer.counter.count(context)) // 2
+                context, omitted = fit_context(messages, answerer, limit)
         facts = "\n".join(f"- {r}" for r in reference) or "- (none of this kind in the session)"
-        prompt = f"QUESTION: {question}\n\nREFERENCE FACTS:\n{facts}\n\nANSWER:\n{answer}"
-        verdict = _complete(
-            options.model,
-            [
-                {"role": "system", "content": _JUDGE_SYSTEM},
-                {"role": "user", "content": _prepare(prompt, options)},
-            ],
-            options,
+        graded_by = f"QUESTION: {question}\n\nREFERENCE FACTS:\n{facts}\n\nANSWER:\n{answer}"
+        verdict = _call(
+            judge,
+            [{"role": "system", "content": _JUDGE_SYSTEM}, {"role": "user", "content": graded_by}],
         )
         scores, rationale = parse_grades(verdict)
         graded.append({"type": qtype, "question": question, "answer": answer,
                        "scores": scores, "rationale": rationale})  # fmt: skip
-    return JudgeReport(options.model, answerer, graded)
+    return JudgeReport(options.model, answerer.name, graded, omitted)
+
+
+def judge_entry(
+    view: Iterable[Message],
+    probes: Sequence[Probe],
+    options: JudgeOptions,
+    originals: Iterable[Message] = (),
+) -> dict[str, Any]:
+    """The ``judge`` of a file's ``eval --json`` entry: :meth:`JudgeReport.to_json` of
+    :func:`judge_session`; when the judge fails, ``{"model", "answerModel", "error":
+    {"code", "exitCode", "message"}}`` (:func:`compactctl.app.report.error_entry`: exit 3
+    for a failed call or answer, 2 for a configuration problem), so that the file's probe
+    results stand and the run's exit code still says what failed."""
+    try:
+        return judge_session(view, probes, options, originals).to_json()
+    except (JudgeError, UsageError) as exc:
+        from compactctl.app.report import error_entry
+
+        answerer = options.answer_model or options.model
+        return {"model": options.model, "answerModel": answerer, "error": error_entry(exc)}
 
 
 def judge_table(judge: Mapping[str, Any]) -> str:
     """The judge's grades for people: one row per question type, one column per dimension,
-    then the mean."""
+    then the mean; or the judge's error (:func:`judge_entry`)."""
     from compactctl.app.render import table
 
+    if "error" in judge:
+        return (
+            f"  judge {judge['model']} (answers: {judge['answerModel']}) failed: "
+            f"{judge['error']['message']}\n  (the probe results above stand)\n"
+        )
     dims = list(DIMENSIONS)
     rows: list[list[Any]] = [
         [qtype, *(float(scores[d]) for d in dims)] for qtype, scores in judge["byType"].items()
     ]
     rows.append(["mean", *(float(judge["scores"][d]) for d in dims)])
     head = f"  judge {judge['model']} (answers: {judge['answerModel']}), 0-5, overall "
-    return head + f"{judge['overall']:.2f}\n" + table(["question", *dims], rows)
+    omitted = judge.get("contextOmitted")
+    note = (
+        f"  ({omitted} messages of the context left out to fit the answering model's window)\n"
+        if omitted
+        else ""
+    )
+    return head + f"{judge['overall']:.2f}\n" + note + table(["question", *dims], rows)

@@ -57,6 +57,7 @@ __all__ = [
     "answer_problems",
     "build_prompt",
     "render_transcript",
+    "transcript_blocks",
 ]
 
 TOOL_OUTPUT_CHARS = 2000
@@ -97,9 +98,10 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:half]}\n[... {len(text) - 2 * half} chars omitted ...]\n{text[-half:]}"
 
 
-def _blocks(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
-    """One rendered block per message, with whether it is a tool result (it stays with the
-    call before it when chunks are packed)."""
+def transcript_blocks(messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, bool]]:
+    """One rendered block per message (:func:`render_transcript` joins them with a blank
+    line), with whether it is a tool result (it stays with the call before it when chunks are
+    packed)."""
     out: list[tuple[str, bool]] = []
     for m in messages:
         role = str(m.get("role", "?"))
@@ -131,7 +133,7 @@ def render_transcript(messages: Sequence[Mapping[str, Any]]) -> str:
     assistant text is kept whole (a message too long for the model's window is split into
     parts by :meth:`LiteLLMSummarizer.summarize`, never cut).
     """
-    return "\n\n".join(block for block, _ in _blocks(messages))
+    return "\n\n".join(block for block, _ in transcript_blocks(messages))
 
 
 _RULES = (
@@ -397,7 +399,18 @@ class LiteLLMSummarizer:
         self.completion_kwargs = dict(self.completion_kwargs)
         self.counter = TokenCounter(encoding_for_model(self.name))
 
-    def _complete(self, messages: list[dict[str, str]]) -> str:
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        """One ``litellm.completion`` call of this model with ``messages`` (each content
+        redacted first with ``redact``; lone surrogates replaced): the answer's text. The one
+        call path of every model call (the summarizer's, ``eval --judge``'s).
+
+        Raises:
+            ContextTooLong: the model's context-length error.
+            UsageError: authentication, an unknown model, a missing key or provider (a
+                configuration problem: exit 2).
+            SummarizerError: any other failure after litellm's ``num_retries`` (timeout, rate
+                limit, server error), or an empty answer.
+        """
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm
 
@@ -448,6 +461,13 @@ class LiteLLMSummarizer:
     def input_budget(self, request: SummaryRequest) -> int:
         """Tokens the prompt may take: :data:`INPUT_SHARE_PERCENT` of the model's input
         window, less the answer's room (``max(MIN_ANSWER_TOKENS, max_chars // 2)``)."""
+        return self.prompt_budget(max(MIN_ANSWER_TOKENS, request.max_chars // 2))
+
+    def prompt_budget(self, answer_tokens: int) -> int:
+        """Tokens a prompt may take (at least 256): :data:`INPUT_SHARE_PERCENT` of the
+        model's input window (``max_input_tokens``, else litellm's bundled model table, else
+        :data:`DEFAULT_INPUT_TOKENS` with a :class:`~compactctl.errors.CompactWarning`), less
+        ``answer_tokens`` set aside for the answer."""
         window = self.max_input_tokens or context_window_for(self.name)
         if not window:
             window = DEFAULT_INPUT_TOKENS
@@ -456,10 +476,9 @@ class LiteLLMSummarizer:
                     f"model {self.name}: its input window is not in litellm's model table; "
                     f"the prompt is fitted to {DEFAULT_INPUT_TOKENS} tokens"
                 ),
-                stacklevel=3,
+                stacklevel=4,
             )
-        answer = max(MIN_ANSWER_TOKENS, request.max_chars // 2)
-        return max(256, window * INPUT_SHARE_PERCENT // 100 - answer)
+        return max(256, window * INPUT_SHARE_PERCENT // 100 - answer_tokens)
 
     def _tokens(self, prompt: Sequence[Mapping[str, str]]) -> int:
         return sum(self.counter.count(m["content"]) + 4 for m in prompt)
@@ -472,7 +491,7 @@ class LiteLLMSummarizer:
         part), each labelled ``[message continues, part k of n]``.
         """
         units: list[list[str]] = []
-        for block, is_result in _blocks(request.messages):
+        for block, is_result in transcript_blocks(request.messages):
             if is_result and units:
                 units[-1].append(block)
             else:
@@ -482,7 +501,7 @@ class LiteLLMSummarizer:
             if sum(self.counter.count(b) + 1 for b in unit) <= limit:
                 blocks.append("\n\n".join(unit))
             else:  # the call and its results apart, each split when it is still too long
-                blocks.extend(part for b in unit for part in self._split(b, limit))
+                blocks.extend(part for b in unit for part in self.split_block(b, limit))
         chunks: list[list[str]] = []
         room = 0  # tokens left in the newest chunk
         for block in blocks:
@@ -494,8 +513,10 @@ class LiteLLMSummarizer:
             room -= n
         return chunks
 
-    def _split(self, block: str, limit: int) -> list[str]:
-        """``block`` in parts of at most ``limit`` tokens (the label included)."""
+    def split_block(self, block: str, limit: int) -> list[str]:
+        """``block`` in parts of at most ``limit`` tokens (the label included), cut at line
+        ends (anywhere in a line longer than a part), each part after the first labelled
+        ``[message continues, part k of n]``."""
         tokens = self.counter.count(block)
         if tokens + 1 <= limit:
             return [block]
@@ -526,7 +547,7 @@ class LiteLLMSummarizer:
         Raises:
             _Rejected: the retry's answer is rejected too.
         """
-        answer = self._complete(prompt)
+        answer = self.complete(prompt)
         try:
             return self._accept(answer, request)
         except _Rejected as first:
@@ -540,7 +561,7 @@ class LiteLLMSummarizer:
                 },
             ]
             try:
-                return self._accept(self._complete(retry), request)
+                return self._accept(self.complete(retry), request)
             except _Rejected as second:
                 raise _Rejected(f"{first}; after one retry: {second}") from second
 
@@ -641,7 +662,7 @@ class LiteLLMSummarizer:
         """
         if self.redact:
             # each text before the prompt clips tool outputs (a key's BEGIN line would be
-            # cut off from its body), then the prompt as sent (in ``_complete``)
+            # cut off from its body), then the prompt as sent (in :meth:`complete`)
             request = redact_request(request)
         try:
             return self._fitted(request)

@@ -136,6 +136,47 @@ def test_judge_through_the_cli(tmp_path: Path, monkeypatch):
     assert table.stdout.count("accuracy") == 1 and len(model.calls) == 16
 
 
+def test_a_failed_judge_keeps_the_probe_results_and_exits_3(tmp_path: Path, monkeypatch):
+    import litellm
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app
+
+    boom = litellm.InternalServerError("boom", llm_provider="openai", model="gpt-4o-mini")
+    FakeModel(monkeypatch, default=boom)
+    path = str(SAMPLES / "small-s1.canonical.jsonl")
+    args = ["eval", "--estimate", "--judge", "openai/gpt-4o-mini", "--jobs", "1"]
+    r = CliRunner().invoke(app, [*args, "--json", path, str(SAMPLES / "cjk-s3.canonical.jsonl")])
+    assert r.exit_code == 3, r.stderr
+    doc = json.loads(r.stdout)
+    small, cjk = doc["files"]
+    assert small["outcome"] == "ok" and small["probes"]["total"] == 36
+    assert small["probes"]["retention"] == 1.0 and cjk["probes"]["total"] == 33
+    assert small["judge"]["error"]["exitCode"] == 3
+    assert small["judge"]["error"]["message"].startswith(
+        "--judge model openai/gpt-4o-mini failed: InternalServerError"
+    )
+    assert doc["totals"]["failed"] == 0 and doc["totals"]["probes"]["total"] == 69
+    assert "judge" not in doc["totals"]  # no grades to average
+    assert f"compactctl: {path}: judge failed (the probe results stand): --judge" in r.stderr
+    # the table says it; a gate that fails still exits 3: the judge's failure ranks higher
+    nothing = str(nothing_to_report(tmp_path))
+    table = CliRunner().invoke(app, [*args, "--min-retention", "1", path, nothing])
+    assert table.exit_code == 3
+    assert "1 file below the minimum, 1 passed, 2 with the judge failed." in table.stderr
+    assert "judge openai/gpt-4o-mini (answers: openai/gpt-4o-mini) failed: --judge" in (
+        table.stdout
+    )
+    assert "probes: 36 of 36 kept, retention 1.00" in table.stdout
+    # a configuration problem (no key) is exit 2, and the probe results still stand
+    auth = litellm.AuthenticationError("no key", llm_provider="openai", model="gpt-4o-mini")
+    FakeModel(monkeypatch, default=auth)
+    r = CliRunner().invoke(app, [*args, "--json", path])
+    assert r.exit_code == 2
+    (entry,) = json.loads(r.stdout)["files"]
+    assert entry["judge"]["error"]["code"] == "usage" and entry["probes"]["total"] == 36
+
+
 def test_after_compact_and_against_a_materialized_output(tmp_path: Path):
     src = tmp_path / "s.jsonl"
     src.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())

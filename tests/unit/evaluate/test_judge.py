@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from compactctl.errors import UsageError
 from compactctl.evaluate import EvalOptions
 from compactctl.evaluate.job import eval_path
 from compactctl.evaluate.judge import (
@@ -18,8 +17,9 @@ from compactctl.evaluate.judge import (
     JudgeOptions,
     parse_grades,
 )
+from compactctl.evaluate.report import eval_table
 from tests.fakes import FakeModel, judge_grades
-from tests.helpers import run_python, write_jsonl
+from tests.helpers import msg, run_python, write_jsonl
 from tests.sessions import load_records
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -78,23 +78,125 @@ def test_answer_model_and_no_redact(tmp_path, monkeypatch):
     assert SECRET in model.calls[0]["messages"][1]["content"]
 
 
-def test_a_judge_answer_without_scores_is_an_error(tmp_path, monkeypatch):
+def test_a_judge_failure_keeps_the_probe_results(tmp_path, monkeypatch):
     FakeModel(monkeypatch, "an answer", "I think it is pretty good.")
-    with pytest.raises(JudgeError, match="no JSON object"):
-        eval_path(str(session_with_secret(tmp_path)), judge_options())
+    result = eval_path(str(session_with_secret(tmp_path)), judge_options())["result"]
+    assert result.counts.total == 36 and result.counts.retention == 1.0
+    assert result.judge == {
+        "model": "openai/gpt-4o-mini",
+        "answerModel": "openai/gpt-4o-mini",
+        "error": {
+            "code": "judge",
+            "exitCode": 3,
+            "message": "the judge answered no JSON object: 'I think it is pretty good.'",
+        },
+    }
+    assert result.to_json()["probes"]["retention"] == 1.0
+    assert "judge openai/gpt-4o-mini (answers: openai/gpt-4o-mini) failed: the judge " in (
+        eval_table(result)
+    )
 
 
 def test_provider_errors(tmp_path, monkeypatch):
+    """Through the summarizer's call path: a configuration problem is exit 2, any other
+    failure exit 3, a context too long for the window (after one refit) exit 3."""
     import litellm
 
+    path = str(session_with_secret(tmp_path))
+
+    def error(*answers: Any) -> dict[str, Any]:
+        FakeModel(monkeypatch, *answers)
+        judge = eval_path(path, judge_options())["result"].judge
+        assert set(judge) == {"model", "answerModel", "error"}
+        return judge["error"]
+
     auth = litellm.AuthenticationError("no key", llm_provider="openai", model="gpt-4o-mini")
-    FakeModel(monkeypatch, auth)
-    with pytest.raises(UsageError, match="OPENAI_API_KEY"):
-        eval_path(str(session_with_secret(tmp_path)), judge_options())
+    got = error(auth)
+    assert (got["code"], got["exitCode"]) == ("usage", 2) and "OPENAI_API_KEY" in got["message"]
+    # litellm raises a plain exception for some missing keys: still a configuration problem
+    got = error(ValueError("Missing credentials. Please pass an `api_key`"))
+    assert (got["code"], got["exitCode"]) == ("usage", 2)
     boom = litellm.InternalServerError("boom", llm_provider="openai", model="gpt-4o-mini")
-    FakeModel(monkeypatch, boom)
-    with pytest.raises(JudgeError, match="failed: InternalServerError"):
-        eval_path(str(session_with_secret(tmp_path)), judge_options())
+    got = error(boom)
+    assert (got["code"], got["exitCode"]) == ("judge", 3)
+    assert got["message"].startswith("--judge model openai/gpt-4o-mini failed: InternalServerError")
+    long = litellm.ContextWindowExceededError("too long", "gpt-4o-mini", "openai")
+    got = error(long, long)
+    assert (got["code"], got["exitCode"]) == ("judge", 3)
+    assert "prompt too long" in got["message"]
+    got = error("", "unused")
+    assert got["message"] == "--judge model openai/gpt-4o-mini returned an empty answer"
+
+
+def test_a_context_too_long_for_the_model_is_fitted_again(tmp_path, monkeypatch):
+    import litellm
+
+    long = litellm.ContextWindowExceededError("too long", "gpt-4o-mini", "openai")
+    model = FakeModel(monkeypatch, long, *["an answer", judge_grades()] * 4)
+    judge = eval_path(str(session_with_secret(tmp_path)), judge_options())["result"].judge
+    assert judge["overall"] == 3.0 and len(model.calls) == 9
+    first, again = (c["messages"][1]["content"] for c in model.calls[:2])
+    assert len(again) < len(first) // 2 and judge["contextOmitted"] > 0
+    # the later questions get the refitted context, not the one that was too long
+    assert model.calls[3]["messages"][1]["content"].startswith(again.split("QUESTION:")[0])
+
+
+def test_the_context_is_fitted_to_a_small_window(tmp_path, monkeypatch):
+    from compactctl.summarize.litellm import INPUT_SHARE_PERCENT
+    from compactctl.tokens import TokenCounter, encoding_for_model
+
+    model = FakeModel(monkeypatch, *["an answer", judge_grades()] * 4)
+    path = str(session_with_secret(tmp_path))
+    full = eval_path(path, judge_options(max_input_tokens=1_000_000))["result"].judge
+    assert full["contextOmitted"] == 0
+    whole = model.calls[0]["messages"][1]["content"]
+    model.calls.clear()
+    model.enqueue(*["an answer", judge_grades()] * 4)
+    judge = eval_path(path, judge_options(max_input_tokens=4000))["result"].judge
+    assert 0 < judge["contextOmitted"] < 60 and judge["overall"] == 3.0
+    counter = TokenCounter(encoding_for_model("openai/gpt-4o-mini"))
+    for call in model.calls[::2]:  # the answering calls
+        sent = sum(counter.count(m["content"]) + 4 for m in call["messages"])
+        assert sent <= 4000 * INPUT_SHARE_PERCENT // 100 - 2048
+    fitted = model.calls[0]["messages"][1]["content"]
+    assert len(fitted) < len(whole) // 3
+    # the head (up to the first request) and the newest messages stay, the middle goes
+    first = "`quillpad list --page 2` shows the last entry of page 1"
+    newest = whole.split("\n\nQUESTION:")[0].splitlines()[-1]
+    assert newest.startswith("Decision: leave the branch unmerged")
+    assert first in fitted and fitted.index(first) < fitted.index("messages left out here")
+    assert fitted.split("\n\nQUESTION:")[0].endswith(newest)
+    omitted = f"[... {judge['contextOmitted']} messages left out here to fit"
+    assert omitted in fitted
+    model.enqueue(*["an answer", judge_grades()] * 4)
+    table = eval_table(eval_path(path, judge_options(max_input_tokens=4000))["result"])
+    assert f"({judge['contextOmitted']} messages of the context left out" in table
+
+
+def test_multi_part_requests_reach_the_judge(tmp_path, monkeypatch):
+    """A reference fact with no secret is sent, even when no single string of its message
+    holds it (a request of two text parts, joined by a newline; a list-form command)."""
+    commit = ["git", "commit", "-m", "fix bug"]
+    records = [
+        msg("u1", "user", [{"type": "text", "text": "Fix the pager bug in QUI-12."},
+                           {"type": "text", "text": "Do not add new dependencies."}]),
+        msg("a1", "assistant", "On it.", toolCalls=[{"id": "c1", "name": "shell",
+                                                     "arguments": {"command": commit}}]),
+        msg("t1", "tool", "[main 1a2b3c4] fix bug", toolCallId="c1", toolName="shell"),
+        msg("u2", "user", f"Use the staging key {SECRET} to reproduce it."),
+        msg("a2", "assistant", "Done."),
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "parts.jsonl", records)
+    model = FakeModel(monkeypatch, *["an answer", judge_grades()] * 4)
+    eval_path(str(path), judge_options())
+    recall = model.calls[1]["messages"][1]["content"]
+    assert "- first_request: Fix the pager bug in QUI-12.\nDo not add new dependencies." in recall
+    artifact = model.calls[3]["messages"][1]["content"]
+    assert "- command: git commit -m 'fix bug'" in artifact  # a list-form command, joined
+    continuation = model.calls[5]["messages"][1]["content"]
+    assert "latest_request" not in continuation  # it holds the key: not sent, even redacted
+    sent = json.dumps([c["messages"] for c in model.calls])
+    assert SECRET not in sent
 
 
 def test_parse_grades_reads_snake_case_and_clamps():
@@ -107,6 +209,20 @@ def test_parse_grades_reads_snake_case_and_clamps():
     assert why == ""
     with pytest.raises(JudgeError, match="no number for artifactTrail"):
         parse_grades('{"accuracy": 1, "contextAwareness": 1}')
+
+
+def test_parse_grades_reads_the_first_json_object():
+    grades = judge_grades(accuracy=4)
+    expected = {d: 4 if d == "accuracy" else 3 for d in DIMENSIONS}
+    for answer in (
+        grades + " (scale: {0..5})",  # the review's repro: a later {...} in the text
+        f"Here are my grades.\n\n```json\n{grades}\n```\nHope {{this}} helps.",
+        "Scale {0-5}, then: " + grades,  # a { that starts no JSON comes first
+        grades + "\n" + judge_grades(accuracy=1),  # two objects: the first
+    ):
+        assert parse_grades(answer) == (expected, "r"), answer
+    with pytest.raises(JudgeError, match="no JSON object"):
+        parse_grades('{"scores": {"accuracy": 4,} (unfinished)')
 
 
 def test_eval_without_judge_never_imports_litellm(tmp_path):
