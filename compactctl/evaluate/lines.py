@@ -59,7 +59,9 @@ def open_session(
 
     check_format(fmt)
     if fmt not in (None, "canonical"):
-        return Session.open(path, fmt, encoding=encoding, context_window=context_window)
+        session = Session.open(path, fmt, encoding=encoding, context_window=context_window)
+        _warn_bad_lines(session)
+        return session
     with open_input(path) as stream:
         try:
             doc, got = read_input(stream, fmt, lambda blocks: _events(blocks, fmt is None))
@@ -69,8 +71,33 @@ def open_session(
         name, events = "canonical", got.events
     else:
         name, events = to_canonical_events(path, fmt, doc, got)
-    return Session.from_events(
+    session = Session.from_events(
         events, path, fmt=name, encoding=encoding, context_window=context_window
+    )
+    _warn_bad_lines(session)
+    return session
+
+
+def _warn_bad_lines(session: Session) -> None:
+    """A :class:`~compactctl.errors.CompactWarning` naming the file's lines that are no
+    event (malformed JSON, a torn last line: :class:`~compactctl.model.BadLine`), which
+    eval skips as replay does: a probe in one of them is neither counted nor checked
+    (``inspect`` lists them as findings)."""
+    bad = [e for e in session.events if isinstance(e, BadLine)]
+    if not bad:
+        return
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    shown = ", ".join(f"line {e.line} ({e.problem})" for e in bad[:3])
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    warnings.warn(
+        CompactWarning(
+            f"{session.path}: {len(bad)} line(s) hold no event, skipped as replay skips "
+            f"them: {shown}{more}; inspect lists them"
+        ),
+        stacklevel=2,
     )
 
 

@@ -231,3 +231,20 @@ def test_help_has_examples_and_no_litellm():
     for option in ("--against", "--min-retention", "--min", "--judge", "--compare", "--json"):
         assert option in text
     assert "Examples:" in text and "compactctl eval --min-retention 0.9" in text
+
+
+def test_lines_that_hold_no_event_are_named_on_stderr(tmp_path: Path):
+    """A malformed line and a torn last line are skipped by eval as by replay (a probe in
+    them is neither counted nor checked): eval says so, naming the file and the lines,
+    and still evaluates the rest (exit 0)."""
+    path = tmp_path / "m.jsonl"
+    path.write_bytes((SAMPLES / "messy-s2.canonical.jsonl").read_bytes())
+    done = run_cli("eval", "--json", str(path))
+    assert done.returncode == 0
+    assert (
+        f"compactctl: warning: {path}: 2 line(s) hold no event, skipped as replay skips "
+        "them: line 34 (malformed), line 61 (torn); inspect lists them"
+    ) in done.stderr.decode()
+    assert json.loads(done.stdout)["files"][0]["probes"]["retention"] == 1.0
+    clean = run_cli("eval", str(SAMPLES / "small-s1.canonical.jsonl"))
+    assert clean.returncode == 0 and b"hold no event" not in clean.stderr
