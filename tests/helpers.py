@@ -129,12 +129,12 @@ def broken_blocks(view: list[Message]) -> list[str]:
 
 @functools.cache
 def fixture_strings() -> tuple[str, ...]:
-    """Every string value (:func:`compactctl.evaluate.check.string_leaves`) of the JSON lines
+    """Every string value (:func:`compactctl.text.string_leaves`) of the JSON lines
     of the ``*.json*`` files of fixtures/ (tool outputs, prose, ids), file by file in path
     order. Each line is parsed alone: a JSONL record or a one-line JSON document counts, the
     lines of a pretty-printed document do not parse and are left out. Read once per test
     process."""
-    from compactctl.evaluate.check import string_leaves
+    from compactctl.text import string_leaves
 
     texts: list[str] = []
     for path in sorted(FIXTURES.rglob("*.json*")):

@@ -58,7 +58,7 @@ from compactctl.model import Message
 from compactctl.summarize.extractive.tools import call_arguments, shell_command
 from compactctl.text import string_leaves
 
-__all__ = ["EXACT", "NORMALISED", "Context", "message_strings", "string_leaves"]
+__all__ = ["EXACT", "NORMALISED", "Context", "message_strings"]
 
 EXACT = "exact"
 """The match of a probe found as written."""

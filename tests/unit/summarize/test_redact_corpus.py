@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from compactctl.evaluate.check import string_leaves
 from compactctl.formats.reader import load
 from compactctl.model import Message
 from compactctl.summarize import SummaryRequest, SummaryResult
@@ -20,6 +19,7 @@ from compactctl.summarize.redact import (
     redact_request,
     redact_value,
 )
+from compactctl.text import string_leaves
 from tests.helpers import FIXTURES
 
 from .secret_corpus import PLACES, Secret, corpus, transcript
