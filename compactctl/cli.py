@@ -576,8 +576,8 @@ def undo_cmd(
 
 
 _AGAINST_HELP = (
-    "Take the original messages from ORIGINAL (a file, or the folder the inputs of -o DIR/ "
-    "came from): for a file written with -o --materialize."
+    "Take the original messages from ORIGINAL (a file, - once, or the folder -o DIR/ read, "
+    "each PATH paired as -o DIR/ named it): for a file written with -o --materialize."
 )
 _MIN_RETENTION_HELP = "Exit 1 if a file keeps less than X (0-1) of its probes: a CI gate."
 _MIN_HELP = "Exit 1 if a file keeps less than X of the probes of KIND (repeatable; error=1)."
@@ -633,10 +633,10 @@ def eval_cmd(
     table (or --json) goes to stdout; exit 1 when a file is below a --min gate.
     """
     from compactctl.app.options import resolve
-    from compactctl.evaluate.job import EvalOptions, check_gates, eval_path, run_eval
+    from compactctl.evaluate import job
 
     s = settings_for(sh.config, "eval")
-    minimums = check_gates(min_retention, minimum or [])
+    minimums = job.check_gates(min_retention, minimum or [])
     configs: tuple[Any, ...] = ()
     if compare:
         from compactctl.evaluate.compare import parse_configs
@@ -649,11 +649,12 @@ def eval_cmd(
         judged = JudgeOptions(judge, answer_model=answer_model, redact=not no_redact)
     flags = dict(encoding=sh.encoding_flag, context_window=sh.context_window, fmt=sh.fmt,
                  against=against, min_retention=min_retention, minimums=minimums,
+                 roots=job.check_against(against, sh.inputs(s, paths)) if against else None,
                  judge=judged, compare=configs)  # fmt: skip
-    opts = resolve(EvalOptions, flags, s)
+    opts = resolve(job.EvalOptions, flags, s)
     page = sh.report_page()
-    report = run_eval(paths, functools.partial(eval_path, options=opts), settings=s,
-                      scope=sh.scope())  # fmt: skip
+    report = job.run_eval(paths, functools.partial(job.eval_path, options=opts), settings=s,
+                      scope=sh.scope(paths))  # fmt: skip
     gated = min_retention is not None or bool(minimum)
     finish(report, "below the minimum", sh.quiet or not gated, rest="passed", page=page)
 

@@ -143,8 +143,8 @@ def context_window(override: int | None, session: SessionEvent | None, model: st
     what = f"model {name!r} has no known context window" if name else "no model is recorded"
     warnings.warn(
         CompactWarning(
-            f"{what}: assuming {DEFAULT_CONTEXT_WINDOW:,} tokens for the compaction "
-            "triggers (pass --context-window N to set it)"
+            f"{what}: assuming a context window of {DEFAULT_CONTEXT_WINDOW:,} tokens (pass "
+            "--context-window N to set it)"
         ),
         stacklevel=2,
     )

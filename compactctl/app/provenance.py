@@ -38,7 +38,7 @@ import orjson
 from compactctl.io.files import HASH_BLOCK, STDIN, is_stream, write_output
 from compactctl.io.remote import is_url
 
-__all__ = ["RECORDS", "fingerprint", "record", "recorded_result", "sidecar"]
+__all__ = ["RECORDS", "find_record", "fingerprint", "record", "recorded_result", "sidecar"]
 
 
 def sidecar(target: str, folder: str) -> str:
@@ -53,6 +53,35 @@ def sidecar(target: str, folder: str) -> str:
 
 RECORDS = ".compactctl"
 """The folder, at the top of an ``-o DIR/``, of the records of its outputs."""
+
+
+def find_record(path: str) -> tuple[str, dict[str, Any]] | None:
+    """The record of ``path`` when it is an output written under some ``-o DIR/``:
+    ``(record path, record)``, the record (:func:`record`: ``source``, ``result``, ...) of
+    the nearest folder above ``path`` whose ``.compactctl/`` holds one for it; ``None`` for
+    ``-``, a stream or a URL, when no folder above holds one, or when it does not read as a
+    JSON object. Costs a ``stat`` per folder above ``path``.
+
+    >>> find_record("-") is None
+    True
+    """
+    if path == STDIN or is_url(path) or is_stream(path):
+        return None
+    full = os.path.abspath(path)
+    folder = os.path.dirname(full)
+    while True:
+        where = sidecar(full, folder)
+        if os.path.isfile(where):
+            try:
+                with open(where, "rb") as fh:
+                    rec = orjson.loads(fh.read())
+            except (OSError, ValueError):
+                return None
+            return (where, rec) if isinstance(rec, dict) else None
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def fingerprint(command: str, options: Any, out: Any) -> str:

@@ -7,7 +7,9 @@ would) on the session as it is: planned in memory by
 :class:`compactctl.layers.summary.CompactLayer` on the opened
 :class:`~compactctl.session.Session` (the same as on a temporary copy: nothing is written,
 the file is not touched), then the effective context after the planned events is checked
-against the same probes. The first row, ``as is``, is the file's own effective context.
+against the same probes. The first row, ``as is``, is the file's own effective context, as
+the report above it measured it. Ratios are of the same tokens before as the report's: the
+original messages (``--against``: the original's).
 
 Keys (:data:`KEYS`): the fields of :class:`~compactctl.layers.options.CompactOptions` a user
 sets from the command line, by their option name with ``_`` or ``-``, plus the aliases
@@ -25,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from compactctl.errors import UsageError
 from compactctl.evaluate.check import Context
-from compactctl.evaluate.probes import Probe
-from compactctl.evaluate.report import ProbeCounts, share
+from compactctl.evaluate.report import FileEval, ProbeCounts, share
 from compactctl.model import Message
 
 if TYPE_CHECKING:
@@ -163,21 +164,19 @@ class Row:
         return doc
 
 
-def _counts(view: Sequence[Message], probes: Sequence[Probe]) -> ProbeCounts:
-    counts = ProbeCounts()
-    for probe, match in zip(probes, Context(view).check(probes), strict=True):
-        counts.add(probe.kind, match is not None)
-    return counts
-
-
-def compare_session(session: Session, probes: Sequence[Probe], options: Any) -> list[Row]:
+def compare_session(
+    session: Session, result: FileEval, options: Any, original: Session | None = None
+) -> list[Row]:
     """Run each configuration of ``options.compare`` on ``session`` (in memory).
 
     Args:
-        session: the transcript as it is.
-        probes: its probes (of the original messages).
+        session: the transcript as it is (each configuration compacts it).
+        result: its evaluation (:func:`~compactctl.evaluate.job.evaluate_session`): its
+            probes, and the ``as is`` row's tokens and counts, taken as they are.
         options: the :class:`~compactctl.evaluate.job.EvalOptions` (``compare``, and the
             ``encoding`` and ``context_window`` every configuration shares).
+        original: the ``--against`` original: every ratio is of its messages' tokens, as
+            the report's (``None``: the session's own messages).
 
     Returns:
         ``as is`` first, then one row per configuration, in order. A configuration whose
@@ -191,10 +190,10 @@ def compare_session(session: Session, probes: Sequence[Probe], options: Any) -> 
     from compactctl.layers.options import CompactOptions
     from compactctl.layers.summary import CompactLayer
 
-    originals = [e for e in session.events if isinstance(e, Message)]
-    view = session.effective()
-    before, now = prompt_sizes(originals, view, session.counter)
-    rows = [Row("as is", now, before, _counts(view, probes))]
+    source = original if original is not None else session
+    originals = [e for e in source.events if isinstance(e, Message)]
+    before, now, probes = result.tokens_before, result.tokens_after, result.probes
+    rows = [Row("as is", now, before, result.counts)]
     base = {"force": True, "encoding": options.encoding, "context_window": options.context_window}
     for config in options.compare:
         opts = CompactOptions(**{**base, **dict(config.values)})
@@ -204,8 +203,9 @@ def compare_session(session: Session, probes: Sequence[Probe], options: Any) -> 
             rows.append(Row(config.name, now, before, rows[0].counts, str(layer.failed)))
             continue
         after = session.extended(plan.events).effective()
-        _, tokens = prompt_sizes(originals, after, session.counter)
-        rows.append(Row(config.name, tokens, before, _counts(after, probes)))
+        _, tokens = prompt_sizes(originals, after, source.counter)
+        counts = ProbeCounts.of(probes, Context(after).check(probes))
+        rows.append(Row(config.name, tokens, before, counts))
     return rows
 
 

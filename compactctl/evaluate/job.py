@@ -15,22 +15,26 @@ context still holds it; else in the context's text and its normalised copy, each
 on first need), and the tokens of each distinct message text counted once (the counts of the
 messages replay keeps are reused for the effective context, as ``inspect`` does); the
 cyclic garbage collector is paused while a file is read and checked
-(:func:`~compactctl.model.acyclic`).
+(:func:`~compactctl.model.acyclic`). Without ``--against``, one more pass looks for what
+gives an effective context away (:func:`_refuse_effective_context`: a substring search of
+each tool output, about 1 ms of CPU per MB measured on the ``make bench`` corpus).
 Measured against ``inspect`` by ``make bench`` (the ``eval`` rows; ``bench/run.py --only
 eval``).
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from compactctl.app.report import Report
-from compactctl.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_USAGE, InputError
+from compactctl.errors import EXIT_INPUT, EXIT_LOCKED, EXIT_USAGE, InputError, UsageError
 from compactctl.evaluate.check import Context
 from compactctl.evaluate.lines import open_session
 from compactctl.evaluate.probes import extract_probes
@@ -44,10 +48,12 @@ from compactctl.io.files import STDIN
 from compactctl.model import Message, acyclic
 from compactctl.replay import View
 from compactctl.session import Session
+from compactctl.summarize.summary_format import RESUME_PREAMBLE
 from compactctl.tokens import TokenCounter, message_payload, message_tokens, messages_tokens
 
 __all__ = [
     "EvalOptions",
+    "check_against",
     "check_gates",
     "eval_path",
     "evaluate_session",
@@ -68,8 +74,11 @@ class EvalOptions:
             compactions).
         fmt: the input format (``None``: detected).
         against: ``--against ORIGINAL``: take the probes and the tokens before from this
-            transcript (a file, or a folder holding one file per input by name, as ``-o
-            DIR/`` wrote them), and check them against each PATH's effective context.
+            transcript (a file, or the folder the inputs of ``-o DIR/`` came from: each
+            PATH is paired with its own, :func:`original_for`), and check them against each
+            PATH's effective context.
+        roots: the folders among PATHS (as ``-o DIR/`` takes them: a file found in one is
+            named by its path relative to it), for :func:`original_for`.
         min_retention: ``--min-retention``: a file below this overall retention fails the
             gate (exit 1).
         minimums: ``--min KIND=X``: per-kind gates, ``((kind, X), ...)``.
@@ -82,6 +91,7 @@ class EvalOptions:
     context_window: int | None = None
     fmt: str | None = None
     against: str | None = None
+    roots: tuple[str, ...] = ()
     min_retention: float | None = None
     minimums: tuple[tuple[str, float], ...] = ()
     judge: Any = None
@@ -157,7 +167,7 @@ def evaluate_session(
             summarizer).
         ValueError: the tiktoken encoding is unavailable offline.
     """
-    source = original or session
+    source = original if original is not None else session
     with acyclic():
         probes = extract_probes(source.events)
         view = session.effective()
@@ -182,51 +192,224 @@ def evaluate_session(
     if options.compare:
         from compactctl.evaluate.compare import compare_session
 
-        result.compare = [r.to_json() for r in compare_session(session, probes, options)]
+        rows = compare_session(session, result, options, original)
+        result.compare = [r.to_json() for r in rows]
     result.below = gate_failures(result.counts, options.min_retention, dict(options.minimums))
     return result
 
 
-def original_for(path: str, against: str) -> str:
-    """The original of ``path`` under ``--against``: ``against`` itself when it is a file;
-    in a folder, the transcript whose ``-o DIR/`` output name
-    (:func:`compactctl.app.jobs.output_name`) is ``path``'s file name.
+def original_for(path: str, against: str, roots: tuple[str, ...] = ()) -> str:
+    """The original of ``path`` under ``--against``, never ``path`` itself.
+
+    ``against`` a file (or ``-``): that file. A folder (the inputs of a ``-o DIR/`` run),
+    in this order:
+
+    1. the input the output's record names (``DIR/.compactctl/REL.json``,
+       :func:`compactctl.app.provenance.find_record`), when it is in ``against``;
+    2. else the transcript whose ``-o DIR/`` name relative to ``against``
+       (:func:`compactctl.app.jobs.mirrored_name`: its subfolders mirrored) is ``path``'s
+       own, relative to the folder of ``roots`` (PATHS) it was found in, as ``-o DIR/``
+       names it: ``out/b/s.jsonl`` of ``eval --against in out`` pairs with ``in/b/s.jsonl``;
+    3. else, for a file named by itself (in no folder of PATHS), the one transcript of that
+       name at any depth.
+
+    Args:
+        path: a PATH of the run (a file, or ``-``).
+        against: ``--against ORIGINAL``.
+        roots: the folders among PATHS (:attr:`EvalOptions.roots`).
 
     Raises:
-        InputError: no transcript in the folder has that name.
+        InputError: ``against`` is ``path`` itself; no transcript matches; two match (both
+            are named: pass ``--against`` the file).
     """
     if not os.path.isdir(against):
+        if path != STDIN and against != STDIN and _same_file(path, against):
+            raise InputError(
+                f"--against {against} is the file evaluated itself: pass the transcript it "
+                "was made from",
+                path=path,
+            )
         return against
-    from compactctl.app.jobs import output_name
+    from compactctl.app.jobs import mirrored_name
+
+    if path != STDIN:
+        from compactctl.app.provenance import find_record
+
+        found = find_record(path)
+        source = found[1].get("source") if found is not None else None
+        if (
+            isinstance(source, str)
+            and os.path.isfile(source)
+            and _inside(source, against)
+            and not _same_file(source, path)
+        ):  # named from ``against``, as the other originals are
+            return os.path.join(against, os.path.relpath(*map(os.path.realpath, (source, against))))
+    name = mirrored_name(path, roots)
+    named = _originals(against, os.path.abspath(against))
+    matches = [c for c in named.get(name, ()) if path == STDIN or not _same_file(c, path)]
+    if not matches and all(os.path.relpath(path, r).startswith(os.pardir) for r in roots):
+        matches = [
+            c
+            for n, found_paths in named.items()
+            if os.path.basename(n) == name
+            for c in found_paths
+            if path == STDIN or not _same_file(c, path)
+        ]
+    if len(matches) > 1:
+        raise InputError(
+            f"--against {against}: {len(matches)} transcripts there could be its original, "
+            f"{matches[0]} and {matches[1]}; pass --against the original file itself",
+            path=path,
+        )
+    if not matches:
+        raise InputError(
+            f"--against {against}: no original of it there (looked for a transcript that "
+            f"-o DIR/ would name {name}, as its inputs are named)",
+            path=path,
+        )
+    return matches[0]
+
+
+@functools.lru_cache(maxsize=4)
+def _originals(folder: str, where: str) -> dict[str, list[str]]:
+    """The transcripts in ``folder`` (paths as :func:`~compactctl.io.files.discover` gives
+    them) by their ``-o DIR/`` name relative to it (:func:`compactctl.app.jobs.
+    mirrored_name`), each list in the order found; searched once per process and run
+    (:func:`run_eval` clears it) for a run over many files. ``where``: ``folder``'s
+    absolute path, so that a relative ``folder`` is searched again from another folder."""
+    from compactctl.app.jobs import mirrored_name
     from compactctl.io.files import discover
 
-    name = os.path.basename(path) if path != STDIN else output_name(path)
-    files, _ = discover([against])
-    for candidate in files:
-        if output_name(candidate) == name:
-            return candidate
-    raise InputError(f"--against {against}: no original named like {name} there", path=path)
+    files, _ = discover([folder])
+    named: dict[str, list[str]] = {}
+    for f in files:
+        named.setdefault(mirrored_name(f, (folder,)), []).append(f)
+    return named
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is in ``folder`` (at any depth; symbolic links resolved)."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, top]) == top
+
+
+def check_against(against: str, found: Any) -> tuple[str, ...]:
+    """``--against`` checked against the run's files before any is read, and the folders
+    among PATHS (:attr:`EvalOptions.roots`).
+
+    Args:
+        against: ``--against ORIGINAL``.
+        found: PATHS as walked for the run (a :class:`~compactctl.io.files.Walk`).
+
+    Raises:
+        UsageError: ``--against -`` (stdin is read once) with more than one file, or with
+            ``-`` among PATHS.
+    """
+    files = [f.path for f in found.files]
+    if against == STDIN and (STDIN in files or len(files) > 1):
+        what = "- among PATHS too" if STDIN in files else f"{len(files)} files"
+        raise UsageError(
+            f"--against - reads the original from stdin, once, and this run has {what}; "
+            "give one PATH that is a file, or pass --against the original's path"
+        )
+    return tuple(dict.fromkeys(f.root for f in found.files if f.root is not None))
+
+
+_REDUCED = re.compile(
+    r"^\[\.\.\. \d+ chars elided(?:, \d+(?: of \d+ matching)? lines? of them kept)? \.\.\.\]$"
+    r"|^\[image: [^\]\n]*, \d+ tokens, elided\]$"
+    r"|\A\[duplicate of the (?:\S+ )?(?:tool )?output in message \S+ \([^)\n]*\); "
+    r"see that newer result\]\Z",
+    re.MULTILINE,
+)
+"""Text only compactctl's layers write in place of what they reduced, which replay puts in
+the effective context (never in the log, whose messages stay as written): micro
+compaction's marker line (:func:`compactctl.layers.micro.elide`, both versions), its image
+placeholder (:meth:`compactctl.media.ImageInfo.placeholder`), and dedup's pointer
+(:func:`compactctl.layers.dedup.pointer_text`, the whole text)."""
+
+
+def _reduced_text(content: Any, role: Any) -> str | None:
+    """The first text of a message's ``content`` that :data:`_REDUCED` matches (a line, or
+    dedup's whole pointer), or ``None``. A plain text is searched for micro compaction's
+    marker only in a tool output (``role`` ``tool``: what it elides); measured, the search
+    costs about 6 ms of CPU per 10 MB of tool outputs."""
+    if content.__class__ is str:
+        if content.startswith("[duplicate of ") or (role == "tool" and "chars elided" in content):
+            hit = _REDUCED.search(content)
+            return None if hit is None else hit.group(0)
+        return None
+    if not isinstance(content, list):
+        return None
+    for part in content:  # images become placeholders in any message
+        text = part.get("text") if isinstance(part, dict) else None
+        if isinstance(text, str) and ("elided" in text or text.startswith("[duplicate of ")):
+            hit = _REDUCED.search(text)
+            if hit is not None:
+                return hit.group(0)
+    return None
 
 
 def _refuse_effective_context(session: Session) -> None:
-    """Refuse to evaluate an effective context against itself: a log whose messages include
-    a summary message (``summaryOf``, as replay writes it: ``--materialize`` and ``inspect
-    --effective`` outputs) holds the summary and not the messages it replaced, so its own
-    messages are no original, and its retention would be 1.0 whatever the summary lost.
+    """Refuse to evaluate an effective context against itself. Its messages are what a
+    compaction kept, not the messages it replaced or shortened, so they are no original and
+    its retention would be 1.0 whatever the compaction lost. Such a file is known by:
+
+    - a summary message (``summaryOf``, as replay writes it: ``--materialize`` and
+      ``inspect --effective`` outputs), or a message framing a summary for the resuming
+      agent (:func:`compactctl.summarize.summary_format.resume_text`: ``--materialize
+      --as openai`` keeps no ``summaryOf``);
+    - text only compactctl's layers write in place of what they reduced (:data:`_REDUCED`:
+      micro compaction's ``[... N chars elided ...]`` line, its image placeholder, dedup's
+      pointer), which the log's messages never hold;
+    - the record of an ``-o DIR/`` output (:func:`compactctl.app.provenance.find_record`)
+      saying it was written with ``--materialize`` (the record names its input).
 
     Raises:
-        InputError: such a file (the message says to pass ``--against``).
+        InputError: such a file (the message says what gave it away, and to pass
+            ``--against``).
     """
+    why = reduced = None  # a summary, else the first reduced text, names the file
+    framed = RESUME_PREAMBLE + ":"
     for e in session.events:
-        if isinstance(e, Message) and isinstance(e.data.get("summaryOf"), str):
-            raise InputError(
-                f"an effective context, not a log: line {e.line} is a summary message "
-                f"(summaryOf {e.data['summaryOf']}) and the messages it replaced are not in "
-                "the file (a --materialize output?), so eval would check it against itself; "
-                "pass --against ORIGINAL, the transcript it was made from, to measure what "
-                "the compaction lost",
-                path=session.path,
-            )
+        if not isinstance(e, Message):
+            continue
+        data = e.data
+        if isinstance(data.get("summaryOf"), str):
+            why = f"line {e.line} is a summary message (summaryOf {data['summaryOf']})"
+            break
+        content, role = data.get("content"), data.get("role")
+        if role in ("user", "system") and e.text.startswith(framed):
+            why = f"line {e.line} is a summary framed for the agent that resumes from it"
+            break
+        if reduced is None and (text := _reduced_text(content, role)) is not None:
+            reduced = f"line {e.line} holds {text!r}, which compactctl writes in place of text"
+    why = why or reduced
+    original = "ORIGINAL"
+    if why is None:
+        from compactctl.app.provenance import find_record
+
+        found = find_record(session.path)
+        if found is None or not found[1].get("result", {}).get("materialized"):
+            return
+        source = found[1].get("source")
+        why = f"its record {found[0]} says -o --materialize wrote it from {source}"
+        original = f"ORIGINAL ({source}, if it still holds what was compacted)"
+    else:
+        why += " (a --materialize output?)"
+    raise InputError(
+        f"an effective context, not a log: {why}; what the compaction replaced or shortened "
+        "is not in the file, so eval would check it against itself; pass --against "
+        f"{original}, the transcript it was made from, to measure what the compaction lost",
+        path=session.path,
+    )
 
 
 def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
@@ -234,7 +417,8 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
 
     Raises:
         InputError: the file (or its original) cannot be read, or its format is unknown; an
-            effective context (a ``--materialize`` output) without ``--against``.
+            effective context (a ``--materialize`` output) without ``--against``; no single
+            original (:func:`original_for`), or one without messages.
         UsageError, SummarizerError: as :func:`evaluate_session`.
     """
     with acyclic():
@@ -245,12 +429,16 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
         if options.against is None:
             _refuse_effective_context(session)
         else:
+            where = original_for(path, options.against, options.roots)
             original = open_session(
-                original_for(path, options.against),
-                None,
-                encoding=options.encoding,
-                context_window=options.context_window,
+                where, None, encoding=options.encoding, context_window=options.context_window
             )
+            if not any(isinstance(e, Message) for e in original.events):
+                raise InputError(
+                    f"--against {where}: the original has no messages, so there is nothing "
+                    "to measure against (an empty file or stdin?)",
+                    path=path,
+                )
     try:
         return {"path": path, "result": evaluate_session(session, options, original)}
     except ValueError as exc:  # an encoding unavailable offline: this file, not the run
@@ -269,12 +457,14 @@ def run_eval(
     ``scope``: the run's :class:`~compactctl.app.runner.RunScope` (``--jobs``, ``--json``,
     ``-q``, ``-v``, the filters, ...).
 
-    A file below a gate counts as changed on the report (whose ``check`` mode makes that
-    exit code 1) and is named on stderr unless ``quiet``. A file whose ``--judge`` failed
-    is done (its probe results stand), its judge's error is said on stderr, and the run
-    exits with that error's code (3 for a failed call, as for a file that could not be
-    processed; 2 for a configuration problem) unless a failure's code outranks it
-    (:class:`_EvalReport`).
+    A file below a gate keeps the outcome ``ok`` (it was read and measured, as ``inspect``
+    reports a file with findings; an average over ``ok`` entries takes every measured
+    file): its entry's ``belowMin`` names the gates, it counts as changed on the report
+    (whose ``check`` mode makes that exit code 1), its ``--report`` row says so, and it is
+    named on stderr unless ``quiet``. A file whose ``--judge`` failed is done (its probe
+    results stand), its judge's error is said on stderr, and the run exits with that
+    error's code (3 for a failed call, as for a file that could not be processed; 2 for a
+    configuration problem) unless a failure's code outranks it (:class:`_EvalReport`).
 
     Returns:
         The run's :class:`~compactctl.app.report.Report`.
@@ -284,6 +474,7 @@ def run_eval(
     """
     from compactctl.app.runner import run_files
 
+    _originals.cache_clear()
     printer = _Printer(scope.json_out, scope.verbose)
     report = _EvalReport(check=True, doc=printer.doc, outcome_ok="ok",
                          keep_rows=scope.keep_rows, command="eval")  # fmt: skip
@@ -292,9 +483,12 @@ def run_eval(
     for result in (outcome["result"] for outcome in outcomes):
         entry = result.to_json()
         report.done(entry, changed=bool(result.below))
-        if result.below and not scope.quiet:
+        if result.below:
             gates = "; ".join(result.below)
-            sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
+            if report.rows:  # the --report page's row of this file (outcome ok: it was read)
+                report.rows[-1]["reason"] = f"below the minimum: {gates}"
+            if not scope.quiet:
+                sys.stderr.write(f"compactctl: {result.path}: below the minimum: {gates}\n")
         failed = (result.judge or {}).get("error")
         if failed:
             report.judge_failures.append(failed["exitCode"])

@@ -3,17 +3,22 @@
 :class:`FileEval` is one transcript's result; :meth:`FileEval.to_json` is its entry of
 ``eval --json``, exactly this schema (a script may rely on it)::
 
-    {"path", "tokensBefore", "tokensAfter", "tokensSaved", "ratio",
+    {"path", "format", "tokenizer", "tokensBefore", "tokensAfter", "tokensSaved", "ratio",
      "probes": {"total", "kept", "retention",
                 "byKind": {KIND: {"total", "kept"}},
-                "lost": [{"kind", "text", "line"}]}}
+                "lost": [{"kind", "text", "line"}]},
+     "belowMin": [GATE, ...]}
 
-plus ``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare``, and the
-``"outcome"`` the run's report adds (docs/report.schema.json).
+(the issue's schema, plus ``format``, ``tokenizer`` and ``belowMin``), plus ``"against"``
+(the original, after ``format``) with ``--against``, whose lines ``lost[].line`` are,
+``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare``, and the ``"outcome"``
+the run's report adds (docs/report.schema.json): ``ok`` for every file read, below a gate
+or not; ``belowMin`` lists the gates the file fails (empty: it passes, or no gate).
 ``byKind`` names every kind of :data:`~compactctl.evaluate.probes.KINDS`, in that order
 (zero where a session has none), so a script can rely on its keys. ``ratio`` is
 ``tokensAfter / tokensBefore`` (the share of the prompt left; 1.0 for an empty log),
-``retention`` is ``kept / total`` (1.0 when there is no probe), both rounded to 4 places.
+``retention`` is ``kept / total`` (1.0 when there is no probe), both rounded to 4 places;
+the gates compare the unrounded shares (20000 of 20001 is below 1).
 
 :class:`EvalTotals` sums the results into ``totals``; :func:`gate_failures` applies
 ``--min-retention`` and ``--min KIND=X``; :func:`eval_table` renders one result for people.
@@ -21,7 +26,7 @@ plus ``"judge"`` with ``--judge`` and ``"compare"`` with ``--compare``, and the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +60,14 @@ class ProbeCounts:
     total: int = 0
     kept: int = 0
     by_kind: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0] for k in KINDS})
+
+    @classmethod
+    def of(cls, probes: Sequence[Probe], matches: Sequence[str | None]) -> ProbeCounts:
+        """The counts of ``probes``, each kept when its match (same order) is not ``None``."""
+        counts = cls()
+        for probe, match in zip(probes, matches, strict=True):
+            counts.add(probe.kind, match is not None)
+        return counts
 
     def add(self, kind: str, kept: bool) -> None:
         """Count one probe of ``kind``."""
@@ -128,10 +141,7 @@ class FileEval:
     @property
     def counts(self) -> ProbeCounts:
         """The probe counts of this file."""
-        counts = ProbeCounts()
-        for probe, match in zip(self.probes, self.matches, strict=True):
-            counts.add(probe.kind, match is not None)
-        return counts
+        return ProbeCounts.of(self.probes, self.matches)
 
     @property
     def lost(self) -> list[Probe]:
@@ -148,14 +158,18 @@ class FileEval:
         probes = self.counts.to_json()
         probes["lost"] = [{"kind": p.kind, "text": _shown(p.text), "line": p.line}
                           for p in self.lost]  # fmt: skip
-        doc: dict[str, Any] = {
-            "path": self.path,
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-            "tokensSaved": self.tokens_before - self.tokens_after,
-            "ratio": self.ratio,
-            "probes": probes,
-        }
+        doc: dict[str, Any] = {"path": self.path, "format": self.format}
+        if self.against is not None:
+            doc["against"] = self.against
+        doc.update(
+            tokenizer=self.tokenizer,
+            tokensBefore=self.tokens_before,
+            tokensAfter=self.tokens_after,
+            tokensSaved=self.tokens_before - self.tokens_after,
+            ratio=self.ratio,
+            probes=probes,
+            belowMin=self.below,
+        )
         if self.judge is not None:
             doc["judge"] = self.judge
         if self.compare is not None:
@@ -195,11 +209,16 @@ def gate_failures(
     """The gates a file fails, as phrases (empty: it passes).
 
     ``min_retention`` applies to the overall retention; each ``minimums`` entry to one kind's
-    retention, skipped for a kind the session has no probe of.
+    retention, skipped for a kind the session has no probe of. The shares compared are
+    unrounded (``kept / total``): 20000 of 20001 probes is below 1, and the phrase shows
+    the share with as many places as it takes to differ from the minimum.
 
     >>> c = ProbeCounts(); c.add("error", False); c.add("command", True)
     >>> gate_failures(c, 0.9, {"command": 1.0, "error": 0.5, "decision": 1.0})
     ['retention 0.5 < 0.9', 'error retention 0 < 0.5']
+    >>> c = ProbeCounts(total=20001, kept=20000)
+    >>> gate_failures(c, 1.0, {})
+    ['retention 0.99995 < 1']
 
     Raises:
         UsageError: a minimum outside 0..1.
@@ -207,13 +226,29 @@ def gate_failures(
     out = []
     if min_retention is not None:
         _fraction(min_retention, "--min-retention")
-        if counts.retention < min_retention:
-            out.append(f"retention {counts.retention:g} < {min_retention:g}")
+        if counts.total and counts.kept / counts.total < min_retention:
+            out.append(f"retention {_below(counts.kept, counts.total, min_retention)}")
     for kind, minimum in minimums.items():
-        got = counts.kind_retention(kind)
-        if got is not None and got < minimum:
-            out.append(f"{kind} retention {got:g} < {minimum:g}")
+        total, kept = counts.by_kind.get(kind, (0, 0))
+        if total and kept / total < minimum:
+            out.append(f"{kind} retention {_below(kept, total, minimum)}")
     return out
+
+
+def _below(kept: int, total: int, minimum: float) -> str:
+    """``"SHARE < MINIMUM"`` for a share below ``minimum``: :func:`share` (4 places) unless
+    rounding reaches the minimum, then with more places until it does not.
+
+    >>> _below(1, 3, 0.5), _below(20000, 20001, 1.0)
+    ('0.3333 < 0.5', '0.99995 < 1')
+    """
+    exact = kept / total
+    places = 4
+    shown = round(exact, places)
+    while shown >= minimum and places < 17:
+        places += 1
+        shown = round(exact, places)
+    return f"{shown:g} < {minimum:g}" if places == 4 else f"{shown!r} < {minimum:g}"
 
 
 class EvalTotals:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+from compactctl.app.report_render import md_text
 from compactctl.evaluate.probes import KINDS
 from tests.fakes import FakeModel, judge_grades
 from tests.helpers import SAMPLES, run_cli
 from tests.sessions import nothing_to_report
 
 
-def _json(*args: str, input: bytes | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
-    out = run_cli("eval", "--json", "--estimate", *args, input=input)
+def _json(*args: str, input: bytes | None = None, cwd: Path | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+    out = run_cli("eval", "--json", "--estimate", *args, input=input, cwd=cwd)
     return out.returncode, json.loads(out.stdout)
 
 
@@ -34,10 +36,12 @@ def test_json_schema_exactly_as_the_issue_says(tmp_path: Path):
     assert list(doc) == ["schemaVersion", "command", "files", "totals"]
     assert (doc["schemaVersion"], doc["command"]) == (1, "eval")
     nothing, cjk = doc["files"]
+    issue = ["path", "tokensBefore", "tokensAfter", "ratio", "probes"]  # issue 16's shape
     for f in doc["files"]:
-        assert list(f) == [
-            "path", "outcome", "tokensBefore", "tokensAfter", "tokensSaved", "ratio", "probes"
-        ]  # fmt: skip
+        assert list(f) == ["path", "outcome", "format", "tokenizer", "tokensBefore",
+                           "tokensAfter", "tokensSaved", "ratio", "probes", "belowMin"]  # fmt: skip
+        assert [k for k in f if k in issue] == issue
+        assert (f["format"], f["tokenizer"], f["belowMin"]) == ("canonical", "estimate", [])
         assert f["tokensSaved"] == f["tokensBefore"] - f["tokensAfter"]
         assert list(f["probes"]) == ["total", "kept", "retention", "byKind", "lost"]
         assert list(f["probes"]["byKind"]) == list(KINDS)
@@ -67,6 +71,17 @@ def test_min_retention_is_a_ci_gate(tmp_path: Path):
         {"path": str(bad), "gate": "command retention 0 < 0.5"},
     ]
     assert [f["probes"]["retention"] for f in doc["files"]] == [0.0, 1.0]
+    # below a gate, a file was still read and measured: outcome ok, its gates in belowMin
+    assert [(f["outcome"], f["belowMin"]) for f in doc["files"]] == [
+        ("ok", ["error retention 0 < 1", "command retention 0 < 0.5"]),
+        ("ok", []),
+    ]
+    page = tmp_path / "eval.md"
+    assert run_cli("eval", "--estimate", "-q", "--min-retention", "0.9", "--report", str(page),
+                   str(bad), good).returncode == 1  # fmt: skip
+    rows = [line for line in page.read_text().splitlines() if line.startswith("| ")]
+    assert rows[2].startswith(f"| {md_text(str(bad))} | below the minimum: retention 0 \\< 0.9 | ")
+    assert rows[3].startswith(f"| {md_text(good)} | ok | ")
 
 
 def test_usage_and_input_errors(tmp_path: Path):
@@ -248,3 +263,138 @@ def test_lines_that_hold_no_event_are_named_on_stderr(tmp_path: Path):
     assert json.loads(done.stdout)["files"][0]["probes"]["retention"] == 1.0
     clean = run_cli("eval", str(SAMPLES / "small-s1.canonical.jsonl"))
     assert clean.returncode == 0 and b"hold no event" not in clean.stderr
+
+
+def _materialize(out: str, *inputs: str, cwd: Path, more: tuple[str, ...] = ()) -> None:
+    args = ("compact", "--force", "--estimate", "-q", *more, "--materialize", "-o", out)
+    done = run_cli(*args, *inputs, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+
+
+def _originals(doc: dict) -> list[tuple[str, str, int]]:  # type: ignore[type-arg]
+    return [(f["path"], f["against"], f["tokensBefore"]) for f in doc["files"]]
+
+
+def test_against_a_folder_pairs_each_file_as_o_dir_named_it(tmp_path: Path):
+    """``-o DIR/`` mirrors subfolders, so ``in/a/s.jsonl`` and ``in/b/s.jsonl`` are written
+    to ``out/a/s.jsonl`` and ``out/b/s.jsonl``: each is measured against its own input,
+    by the record ``-o DIR/`` keeps, and by its path when there is no record."""
+    for sub, sample in (("a", "small-s1"), ("b", "cjk-s3")):
+        (tmp_path / "in" / sub).mkdir(parents=True)
+        (tmp_path / "in" / sub / "s.jsonl").write_bytes(
+            (SAMPLES / f"{sample}.canonical.jsonl").read_bytes()
+        )
+    _materialize("out/", "in", cwd=tmp_path)
+    alone = {s: _json(str(tmp_path / "in" / s / "s.jsonl"))[1]["files"][0] for s in "ab"}
+    code, doc = _json("--against", "in", "out", "--jobs", "1", cwd=tmp_path)
+    assert code == 0
+    assert _originals(doc) == [
+        ("out/a/s.jsonl", "in/a/s.jsonl", alone["a"]["tokensBefore"]),
+        ("out/b/s.jsonl", "in/b/s.jsonl", alone["b"]["tokensBefore"]),
+    ]
+    assert [f["probes"]["total"] for f in doc["files"]] == [36, 33]
+    shutil.rmtree(tmp_path / "out" / ".compactctl")  # no record: the mirrored path decides
+    code, again = _json("--against", "in", "out", cwd=tmp_path)
+    assert code == 0 and _originals(again) == _originals(doc)
+    # a file named by itself, whose name two inputs share: refused, naming both
+    named = run_cli("eval", "--estimate", "--against", "in", "out/b/s.jsonl", cwd=tmp_path)
+    assert named.returncode == 3 and named.stdout == b""
+    assert named.stderr.decode() == (
+        "compactctl: out/b/s.jsonl: --against in: 2 transcripts there could be its original, "
+        "in/a/s.jsonl and in/b/s.jsonl; pass --against the original file itself\n"
+    )
+
+
+def test_against_never_pairs_a_file_with_itself(tmp_path: Path):
+    """The review's repro: the output folder inside the input folder. Before, ``eval
+    --against sess sess/compacted`` took ``sess/compacted/s.jsonl`` as its own original
+    (ratio 1.00, retention 1.00)."""
+    (tmp_path / "sess").mkdir()
+    (tmp_path / "sess" / "s.jsonl").write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    _materialize("sess/compacted/", "sess/s.jsonl", cwd=tmp_path)
+    _, log = _json("sess/s.jsonl", cwd=tmp_path)
+    for record in (True, False):
+        if not record:
+            shutil.rmtree(tmp_path / "sess" / "compacted" / ".compactctl")
+        code, doc = _json("--against", "sess", "sess/compacted", cwd=tmp_path)
+        (entry,) = doc["files"]
+        assert code == 0 and entry["against"] == "sess/s.jsonl"
+        assert entry["tokensBefore"] == log["files"][0]["tokensBefore"]
+        assert entry["ratio"] < 0.5
+    itself = run_cli("eval", "--estimate", "--against", "sess/compacted/s.jsonl",
+                     "sess/compacted/s.jsonl", cwd=tmp_path)  # fmt: skip
+    assert itself.returncode == 3
+    assert b"is the file evaluated itself: pass the transcript it was made from" in itself.stderr
+
+
+def test_against_stdin_once(tmp_path: Path):
+    """``--against -`` reads stdin once: with two PATHS (a pool worker, or the second file,
+    found it empty) or with ``-`` among PATHS (which reads it first), the original was empty
+    and every probe "kept" (retention 1.00, exit 0). Now a usage error; an original with no
+    messages is an error naming it."""
+    original = (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+    ctx = tmp_path / "ctx.jsonl"
+    _materialize(str(ctx), str(SAMPLES / "small-s1.canonical.jsonl"), cwd=tmp_path)
+    shutil.copy(ctx, tmp_path / "ctx2.jsonl")
+    for paths, what in (([str(ctx), str(tmp_path / "ctx2.jsonl")], "2 files"),
+                        (["-"], "- among PATHS too")):  # fmt: skip
+        out = run_cli("eval", "--estimate", "--against", "-", *paths, input=original)
+        assert out.returncode == 2 and out.stdout == b""
+        assert out.stderr.decode() == (
+            f"compactctl: error: --against - reads the original from stdin, once, and this "
+            f"run has {what}; give one PATH that is a file, or pass --against the original's "
+            "path\n"
+        )
+    code, doc = _json("--against", "-", str(ctx), input=original)
+    (entry,) = doc["files"]
+    assert code == 0 and entry["against"] == "-" and entry["probes"]["total"] == 36
+    assert entry["tokensBefore"] > entry["tokensAfter"]
+    empty = run_cli("eval", "--estimate", "--against", "-", str(ctx), input=b"")
+    assert empty.returncode == 3
+    assert empty.stderr.decode().startswith(
+        f"compactctl: {ctx}: --against -: the original has no messages, so there is nothing "
+        "to measure against"
+    )
+
+
+def test_a_materialized_output_without_a_summary_is_refused(tmp_path: Path):
+    """Micro compaction alone leaves no summary message: its materialized output was scored
+    against itself (38 of 38, ratio 1.00). Its elision markers, which compactctl alone
+    writes in place of text, give it away; so does the record of ``-o DIR/`` (a rules
+    output holds no marker)."""
+    sample = str(SAMPLES / "small-s1.canonical.jsonl")
+    _materialize("m2/", sample, cwd=tmp_path, more=("--micro-only",))
+    ctx = "m2/small-s1.canonical.jsonl"
+    out = run_cli("eval", "--estimate", ctx, cwd=tmp_path)
+    assert out.returncode == 3 and out.stdout == b""
+    message = out.stderr.decode()
+    assert message.startswith(f"compactctl: {ctx}: an effective context, not a log: line ")
+    assert " chars elided, " in message and "pass --against ORIGINAL, the transcript" in message
+    code, doc = _json("--against", sample, ctx, cwd=tmp_path)
+    (entry,) = doc["files"]
+    assert code == 0 and entry["ratio"] < 0.8 and entry["against"] == sample
+    rules = run_cli("rules", "-q", "--materialize", "-o", "r/", sample, cwd=tmp_path)
+    assert rules.returncode == 0
+    out = run_cli("eval", "--estimate", "r/small-s1.canonical.jsonl", cwd=tmp_path)
+    assert out.returncode == 3
+    assert (
+        "an effective context, not a log: its record "
+        f"{tmp_path / 'r' / '.compactctl' / 'small-s1.canonical.jsonl.json'} says -o "
+        f"--materialize wrote it from {sample};"
+    ) in out.stderr.decode()
+    assert f"pass --against ORIGINAL ({sample}, if it still" in out.stderr.decode()
+
+
+def test_compare_with_against_measures_against_the_original(tmp_path: Path):
+    """``--compare`` took the PATH's own messages as the base: its ``as is`` row said ratio
+    1.00 below a report that said 0.31."""
+    sample = str(SAMPLES / "small-s1.canonical.jsonl")
+    _materialize("ctx.jsonl", sample, cwd=tmp_path)
+    code, doc = _json("--against", sample, "--compare", "micro_only=true", "ctx.jsonl",
+                      cwd=tmp_path)  # fmt: skip
+    (entry,) = doc["files"]
+    as_is, micro = entry["compare"]
+    assert code == 0 and entry["ratio"] < 0.5
+    assert (as_is["tokensAfter"], as_is["ratio"]) == (entry["tokensAfter"], entry["ratio"])
+    assert as_is["probes"] == {k: v for k, v in entry["probes"].items() if k != "lost"}
+    assert micro["ratio"] == round(micro["tokensAfter"] / entry["tokensBefore"], 4)

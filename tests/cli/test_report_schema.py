@@ -102,6 +102,23 @@ def test_every_command_reports_in_the_schema(tree: Path) -> None:
     e = ev["files"][0]
     assert e["outcome"] == "ok" and e["tokensSaved"] == e["tokensBefore"] - e["tokensAfter"] > 0
     assert ev["totals"]["probes"]["retention"] == e["probes"]["retention"]
+    assert (e["format"], e["tokenizer"], e["belowMin"]) == ("canonical", "estimate", [])
+    # --against, and a file below a gate: outcome ok (it was read), the gate in belowMin
+    assert run_cli("compact", "--force", "--estimate", "-q", "--strategy", "full_replace",
+                   "--max-summary-chars", "1200", "--materialize", "-o", "ctx.jsonl", str(S1),
+                   cwd=tree).returncode == 0  # fmt: skip
+    ev = json_run("eval", "--estimate", "--min-retention", "0.9", "--against", str(S1),
+                  "ctx.jsonl", cwd=tree, code=1)  # fmt: skip
+    (e,) = ev["files"]
+    assert (e["outcome"], e["against"]) == ("ok", str(S1))
+    assert (
+        e["belowMin"]
+        == [g["gate"] for g in ev["totals"]["belowMin"]]
+        == [
+            "retention 0.8056 < 0.9"  # 29 of 36: the 1,200-char summary drops errors
+        ]
+    )
+    assert ev["totals"]["changed"] == 1
 
 
 def test_stdin_report_on_stderr_is_one_json_document(tmp_path: Path) -> None:
@@ -122,7 +139,9 @@ def test_stdin_report_on_stderr_is_one_json_document(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr.decode()
     assert ok.stdout.startswith(data)  # the transcript, then the new events
     doc = valid(orjson.loads(ok.stderr))
-    assert any("assuming 128,000 tokens" in w for w in doc["warnings"]), doc.get("warnings")
+    assert any("a context window of 128,000 tokens" in w for w in doc["warnings"]), doc.get(
+        "warnings"
+    )
     assert doc["files"][0]["outcome"] == "changed"
 
 

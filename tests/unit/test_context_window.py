@@ -31,8 +31,8 @@ def test_an_unknown_model_gets_the_default_window_with_a_warning():
         assert context_window(None, session(model="acme-coder-7b"), "acme-coder-7b") == 128_000
     (w,) = caught
     assert str(w.message) == (
-        "model 'acme-coder-7b' has no known context window: assuming 128,000 tokens for the "
-        "compaction triggers (pass --context-window N to set it)"
+        "model 'acme-coder-7b' has no known context window: assuming a context window of "
+        "128,000 tokens (pass --context-window N to set it)"
     )
     assert DEFAULT_CONTEXT_WINDOW == 128_000
 

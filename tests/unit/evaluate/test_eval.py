@@ -494,7 +494,9 @@ def test_against_a_folder_finds_the_original_by_name(tmp_path: Path):
 
 def test_json_entry_has_exactly_the_issue_schema(tmp_path: Path):
     doc = eval_path(str(nothing_to_report(tmp_path)), EST)["result"].to_json()
-    assert list(doc) == ["path", "tokensBefore", "tokensAfter", "tokensSaved", "ratio", "probes"]
+    assert list(doc) == ["path", "format", "tokenizer", "tokensBefore", "tokensAfter",
+                         "tokensSaved", "ratio", "probes", "belowMin"]  # fmt: skip
+    assert (doc["format"], doc["tokenizer"], doc["belowMin"]) == ("canonical", "estimate", [])
     assert list(doc["probes"]) == ["total", "kept", "retention", "byKind", "lost"]
     assert list(doc["probes"]["byKind"]) == list(KINDS)
     assert all(list(v) == ["total", "kept"] for v in doc["probes"]["byKind"].values())
