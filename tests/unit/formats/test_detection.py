@@ -350,3 +350,14 @@ def test_one_conversation_in_one_line_still_reads(tmp_path: Path) -> None:
         ("user", "q0"),
         ("assistant", "a0"),
     ]
+
+
+def test_a_json_array_that_mixes_formats_is_refused_naming_the_item(tmp_path: Path) -> None:
+    lines = (MISLEADING / "mixed-claude-code-chat.jsonl").read_text().splitlines()
+    path = tmp_path / "s.json"
+    path.write_text("[\n" + ",\n".join(lines) + "\n]\n")
+    with pytest.raises(InputError, match="the first records are claude-code, but item 31 looks"):
+        load(str(path))
+    fmt, events = load(str(path), "claude-code")  # --format: read anyway
+    assert fmt == "claude-code"
+    assert counts(events) == counts(load(str(FORMATS / "claude-code-branches.jsonl"))[1])
