@@ -65,7 +65,7 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
     fmt = options.fmt
     check_format(fmt)
     if fmt not in (None, "canonical"):
-        fmt, events = load(path, fmt)
+        fmt, events = load(path, fmt, warn=False)  # bad lines are findings here
     else:  # JSON lines counted as they are read (inspect_fast)
         count = functools.partial(
             inspect_lines,
@@ -83,7 +83,7 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
                 raise read_error(exc, path) from None
         if isinstance(got, dict):
             return got
-        fmt, events = to_canonical_events(path, fmt, doc, got)
+        fmt, events = to_canonical_events(path, fmt, doc, got, warn=False)
     return inspect_events(
         events,
         path=path,

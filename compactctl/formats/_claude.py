@@ -84,6 +84,35 @@ def result_content(value: Any) -> str | list[JSON]:
     return str(value)
 
 
+def preserved_uuids(meta: JSON) -> list[str]:
+    """The uuids of the records a Claude Code compaction keeps after its summary:
+    ``compactMetadata.preservedMessages`` ``{anchorUuid, uuids, allUuids}`` of a
+    ``compact_boundary`` (``uuids`` and ``allUuids`` together; snake_case spellings too).
+
+    Claude Code leaves such records where they were on disk (their ``parentUuid``
+    unchanged) and, when it loads the session, relinks them after the summary (the
+    boundary's ``preservedSegment`` names the first, the last and the ``anchorUuid`` they
+    follow, the summary line). Seen in Claude Code 2.1.328 (``fixtures/real/``: a manual
+    ``/compact`` kept the last answer); the relinking is described by Claude Code's
+    compaction code as published (boundary annotated with ``preservedSegment`` for the
+    kept messages, ``messagesToKeep``).
+
+    >>> preserved_uuids({"preservedMessages": {"uuids": ["a"], "allUuids": ["a", "b"]}})
+    ['a', 'b']
+    >>> preserved_uuids({"trigger": "auto"})
+    []
+    """
+    kept = _get(meta, "preservedMessages", "preserved_messages")
+    if not isinstance(kept, dict):
+        return []
+    found: list[str] = []
+    for key in ("uuids", "allUuids", "all_uuids"):
+        values = kept.get(key)
+        if isinstance(values, list):
+            found += [v for v in values if isinstance(v, str) and v not in found]
+    return found
+
+
 def _get(record: JSON, camel: str, snake: str) -> Any:
     value = record.get(camel)
     return record.get(snake) if value is None else value
@@ -103,10 +132,12 @@ class ClaudeBuilder:
     - ``compact_boundary`` + the ``isCompactSummary`` line become one SummaryEvent, which
       replaces the messages before the boundary: Claude Code sends everything after it, so
       a message between the two lines (the first request ``compact --as native`` keeps)
-      stays. When nothing comes before the boundary (a session continued from a summary of
-      messages not in its file), the summary is a ``user`` message with ``summaryOf`` at
-      its line, as in an effective context; a boundary whose summary line never comes
-      replaces the messages before it with a placeholder text (:data:`MISSING_SUMMARY`).
+      stays, and so do the messages the boundary's ``preservedMessages`` lists
+      (:func:`preserved_uuids`). When nothing comes before the boundary (a session
+      continued from a summary of messages not in its file), the summary is a ``user``
+      message with ``summaryOf`` at its line, as in an effective context; a boundary whose
+      summary line never comes replaces the messages before it with a placeholder text
+      (:data:`MISSING_SUMMARY`).
 
     Events accumulate in :attr:`out`; :meth:`drain` hands out those that can no longer change.
     """
@@ -124,6 +155,7 @@ class ClaudeBuilder:
         self._asst_index = 0
         self._boundary: JSON | None = None
         self._turn_ended = False
+        self._from_record: dict[str, str] = {}  # source record uuid -> its message's uuid
 
     # -- ids and turns -------------------------------------------------------------------
 
@@ -150,7 +182,15 @@ class ClaudeBuilder:
 
     def _message(self, record: JSON, line: int, role: str, turn: int, *salt: object) -> JSON:
         event = message_event(self._uuid(record, line, *salt), turn, role)
+        self._remember(record, event)
         return stamped(event, record.get("timestamp"), line)
+
+    def _remember(self, record: JSON, event: JSON) -> None:
+        """Note that ``record`` (by its own ``uuid``) is part of message ``event`` (the first
+        message made of it), for a compaction that names the records it keeps."""
+        own = record.get("uuid")
+        if isinstance(own, str):
+            self._from_record.setdefault(own, event["uuid"])
 
     def _emit(self, event: JSON) -> None:
         self.out.append(event)
@@ -213,6 +253,7 @@ class ClaudeBuilder:
             self._asst_parts = []
             self._asst_index = len(self.out) - 1
         event = self._asst
+        self._remember(record, event)
         blocks = message.get("content")
         if isinstance(blocks, str):
             blocks = [{"type": "text", "text": blocks}]
@@ -312,6 +353,7 @@ class ClaudeBuilder:
             "trigger": meta.get("trigger"),
             "preTokens": _get(meta, "preTokens", "pre_tokens"),
             "cut": self.chain.mark(),
+            "preserved": preserved_uuids(meta),
         }
 
     def _flush_boundary(self) -> None:
@@ -343,8 +385,10 @@ class ClaudeBuilder:
             event["summaryOf"] = event["uuid"]
             self._emit(event)
             return
+        preserved = boundary.get("preserved", ()) if boundary else ()
         event = self.chain.summary(
             uuid=self._uuid(record, line),
+            keep_uuids=[self._from_record[u] for u in preserved if u in self._from_record],
             text=text,
             source=self.source,
             trigger=trigger if isinstance(trigger, str) else None,

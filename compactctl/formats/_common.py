@@ -290,21 +290,28 @@ class SummaryChain:
         line: int | None,
         timestamp: Any = None,
         keep_texts: Iterable[str] = (),
+        keep_uuids: Iterable[str] = (),
         cut: tuple[int, int] | None = None,
         **extra: Any,
     ) -> JSON:
         """The SummaryEvent for a compaction marker; resets the chain.
 
         ``keep_texts``: texts of non-tool messages the agent kept after compacting (Codex
-        ``replacement_history``); messages with those texts are not replaced. ``cut``: a
-        :meth:`mark` taken at the marker, when messages were added between it and the
-        summary: only the messages before it are replaced; those after it stay in the
-        context and in the chain (the next compaction replaces them).
+        ``replacement_history``); messages with those texts are not replaced.
+        ``keep_uuids``: uuids of messages the agent kept after its summary (Claude Code's
+        ``compactMetadata.preservedMessages``): not replaced, and they stay in the chain
+        (the next compaction replaces them). ``cut``: a :meth:`mark` taken at the marker,
+        when messages were added between it and the summary: only the messages before it
+        are replaced; those after it stay in the context and in the chain (the next
+        compaction replaces them).
         """
         kept = set(keep_texts)
+        keep = set(keep_uuids)
         upto, turn = cut if cut is not None else (len(self._since), self._turn)
         before = self._since[:upto]
-        replaces = [u for u, role, txt in before if role == "tool" or txt not in kept]
+        replaces = [
+            u for u, role, txt in before if u not in keep and (role == "tool" or txt not in kept)
+        ]
         if self._last is not None:
             replaces.append(self._last)
         event: JSON = {
@@ -317,7 +324,7 @@ class SummaryChain:
         }
         if trigger:
             event["triggerMode"] = trigger
-        self._since = self._since[upto:]
+        self._since = [e for e in before if e[0] in keep] + self._since[upto:]
         self._last = uuid
         return stamped(event, timestamp, line, **extra)
 

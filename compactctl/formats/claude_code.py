@@ -15,7 +15,9 @@ Mapping:
 - The current branch: the leaf is the ``leafUuid`` of the last ``last-prompt`` record; if
   conversation records were written after that ``last-prompt`` and descend from its leaf (a
   turn still running), the newest of them; without a usable ``last-prompt``, the newest
-  non-sidechain ``user``/``assistant``/``system`` record. From the leaf we follow
+  non-sidechain ``user``/``assistant``/``system`` record. Only records of the file's own
+  session count (:func:`session_id`: a stray record of another session or format is never
+  on the branch). From the leaf we follow
   ``parentUuid`` to the root; a ``compact_boundary`` (``parentUuid: null``) continues through
   ``logicalParentUuid``, so messages before a compaction are kept and replaced by a summary.
 - Dangling parents (a ``parentUuid`` naming a record that was never written): the walk
@@ -29,7 +31,9 @@ Mapping:
   ``tool_result`` blocks are ``tool`` messages; images become image parts.
 - ``system`` ``compact_boundary`` + the ``isCompactSummary`` user line: one ``summary`` event
   (``model: "claude-code"``, ``triggerMode`` from ``compactMetadata.trigger``, ``stats.preTokens``)
-  replacing every message before it on the branch (and the previous summary).
+  replacing every message before it on the branch (and the previous summary), except the
+  messages its ``compactMetadata.preservedMessages`` lists (Claude Code keeps them after the
+  summary: :func:`compactctl.formats._claude.preserved_uuids`).
 - Everything else is ``foreign`` (``sourceType`` = the record type): metadata records
   (``file-history-snapshot``, ``last-prompt``, ``queue-operation``, title ``summary``, ...),
   ``attachment`` and ``progress`` records on the branch, other ``system`` subtypes
@@ -97,8 +101,25 @@ def is_subagent_file(records: list[tuple[int, JSON]]) -> bool:
     return bool(conversation) and all(r.get("isSidechain") for r in conversation)
 
 
+def session_id(records: list[tuple[int, JSON]]) -> str | None:
+    """The file's own session: the ``sessionId`` of its first record that has one (the
+    ``session`` event's), or ``None`` when no record has one.
+
+    >>> session_id([(1, {"type": "file-history-snapshot"}), (2, {"sessionId": "s1"})])
+    's1'
+    """
+    return next((r["sessionId"] for _, r in records if isinstance(r.get("sessionId"), str)), None)
+
+
 def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int, str]]:
     """Indexes (into ``records``) of the current branch, root first, and dangling parents.
+
+    Only conversation records of the file's own session (:func:`session_id`; every record
+    when none names one) are on it: a stray record of another session or another format
+    (a ``claude -p`` stream-json line has ``session_id``, no ``sessionId``) is never the
+    leaf nor a parent, and is kept as a ``branch`` foreign event (the review of the readers,
+    2026-12: such a line appended to a session without ``last-prompt`` was taken as the
+    leaf, and the session read as its one message).
 
     Returns ``(path, dangling)`` where ``dangling`` maps the index of a record whose parent
     was missing to that parent's uuid.
@@ -106,12 +127,14 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
     by_uuid: dict[str, int] = {}
     order: list[int] = []
     subagent = is_subagent_file(records)
+    own = session_id(records)
     for i, (_, rec) in enumerate(records):
         uid = rec.get("uuid")
         if (
             rec.get("type") in CONVERSATION_TYPES
             and isinstance(uid, str)
             and (subagent or not rec.get("isSidechain"))
+            and (own is None or rec.get("sessionId") == own)
         ):
             by_uuid.setdefault(uid, i)
             order.append(i)

@@ -48,8 +48,11 @@ __all__ = [
     "WEAK",
     "Detection",
     "Evidence",
+    "claimant",
     "describe",
     "examine",
+    "first_foreign_record",
+    "record_shape",
 ]
 
 STRONG = 2
@@ -512,6 +515,74 @@ def examine(records: Iterable[Any], limit: int = 50) -> Detection:
     if rival is not None and not _tie_break(best, rival):
         return Detection(None, found, shape, "ambiguous")
     return Detection(best.name, found, shape)
+
+
+def claimant(record: dict[str, Any], besides: str) -> str | None:
+    """The format, other than ``besides``, that ``record`` is evidence of: the first one
+    (:data:`SCORERS` order) that scores it :data:`STRONG`, else the first that scores it
+    :data:`WEAK`; ``None`` when no other format writes such a record.
+
+    >>> claimant({"role": "user", "content": "hi"}, "claude-code")
+    'openai-chat'
+    >>> claimant({"type": "atis-latch", "sessionId": "s"}, "claude-code") is None
+    True
+    """
+    weak = None
+    for name, scorer in SCORERS.items():
+        if name == besides:
+            continue
+        score = scorer(record)
+        if score == STRONG:
+            return name
+        if score == WEAK and weak is None:
+            weak = name
+    return weak
+
+
+def first_foreign_record(
+    name: str, records: Iterable[tuple[int, dict[str, Any]]]
+) -> tuple[int, str, dict[str, Any]] | None:
+    """The first record of a file read as ``name`` that belongs to another format:
+    ``(line, that format, record)``, or ``None``.
+
+    Such a record is one that ``name`` never writes (its scorer gives ``None``) and that
+    another format does write (:func:`claimant`): a file that mixes formats, which
+    :func:`examine` may pass (it reads the first 50 records and tolerates
+    :data:`MAX_STRAY` of them), and whose reader would keep those records as content-less
+    ``foreign`` events or drop them. Records the format keeps without understanding them
+    (scored :data:`FITS`, such as Claude Code metadata types newer than its reader) and
+    records no format claims pass. Cost: one scorer call per record, and every scorer only
+    for the records ``name`` never writes (the review of the readers, 2026-12: a Claude
+    Code file with chat lines appended was read with the chat lines lost, exit 0).
+
+    >>> first_foreign_record("openai-chat", [(1, {"role": "user", "content": "hi"}),
+    ...     (2, {"type": "user", "sessionId": "s", "parentUuid": None,
+    ...          "message": {"content": "hi"}})])[:2]
+    (2, 'claude-code')
+    """
+    own = SCORERS[name]
+    for line, record in records:
+        if own(record) is None:
+            other = claimant(record, name)
+            if other is not None:
+                return line, other, record
+    return None
+
+
+def record_shape(record: dict[str, Any]) -> str:
+    """What one record looks like, in a few words: its ``type`` (or ``role``) and first keys.
+
+    >>> record_shape({"role": "user", "content": "hi"})
+    "role 'user', keys: role, content"
+    """
+    head = ""
+    for key in ("type", "role"):
+        if isinstance(record.get(key), str):
+            head = f"{key} {record[key]!r}, "
+            break
+    keys = [str(k) for k in list(record)[:8]]
+    more = ", ..." if len(record) > 8 else ""
+    return f"{head}keys: {', '.join(keys)}{more}"
 
 
 def _tie_break(best: Evidence, rival: Evidence) -> bool:

@@ -45,6 +45,7 @@ from compactctl.formats._common import (
     Uuids,
     collapse,
     foreign,
+    merge_by_line,
     message_event,
     stable_uuid,
     text_part,
@@ -256,11 +257,21 @@ def document_to_canonical(doc: Any) -> Iterator[dict[str, Any]]:
 
 def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
     """Convert a Gemini CLI JSONL upsert log (see the module docstring); events carry the
-    ``sourceLine`` of the last write of their message."""
+    ``sourceLine`` of the last write of their message.
+
+    The session is the header's (``{sessionId, projectHash, ...}`` without ``type``, as
+    detection knows it; a resume writes it again, and the first ``sessionId`` stays): a
+    record of another kind that carries a
+    ``sessionId`` (a Claude Code line) never names it. A record of no kind this reader
+    knows is a ``foreign`` event at its line (``sourceType``: its ``type``, or
+    ``record``), never dropped (the review of the readers, 2026-12: such records were
+    discarded and a Claude line's ``sessionId`` became the session's).
+    """
     meta: JSON = {}
     meta_line: int | None = None
     order: list[str] = []  # message ids in first-write order
     latest: dict[str, tuple[int, JSON]] = {}
+    aside: list[JSON] = []
     for line, rec in records:
         if not isinstance(rec, dict):
             continue
@@ -286,16 +297,25 @@ def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict
             if mid not in latest:
                 order.append(mid)
             latest[mid] = (line, rec)
-        elif "sessionId" in rec:
+        elif "sessionId" in rec and "projectHash" in rec and "type" not in rec:
+            first = meta.get("sessionId")
             meta.update(rec)
+            if isinstance(first, str):
+                meta["sessionId"] = first
             meta_line = meta_line or line
+        else:
+            kind = rec.get("type")
+            source_type = kind if isinstance(kind, str) and kind else "record"
+            aside.append(foreign(source_type, stable_uuid(SOURCE, line, "record"), line))
     session = _session(meta, {"sourceLine": meta_line} if meta_line else {}, SOURCE)
     if session is not None:
         yield session
     builder = _Builder(SOURCE)
+    conversation: list[JSON] = []
     for mid in order:
         line, record = latest[mid]
-        yield from builder.gemini_message(record, {"sourceLine": line})
+        conversation.extend(builder.gemini_message(record, {"sourceLine": line}))
+    yield from merge_by_line(conversation, aside) if aside else conversation
 
 
 def qwen_to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:

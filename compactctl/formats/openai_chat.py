@@ -237,8 +237,28 @@ class ChatConverter:
             event["isError"] = True
 
 
+def conversation_lines(records: Iterable[tuple[int, Any]]) -> list[int]:
+    """The lines that each hold a whole conversation (``{"messages": [...]}``), at most the
+    first two: a file with two is a request log (every request repeats the growing history
+    of one conversation) or a fine-tuning set (one conversation per line), not one session,
+    and the caller refuses it (the review of the readers, 2026-12: such files were read as
+    one session, their conversations concatenated).
+
+    >>> conversation_lines([(1, {"messages": []}), (2, {"role": "user"}), (3, {"messages": []})])
+    [1, 3]
+    """
+    found: list[int] = []
+    for line, rec in records:
+        if isinstance(rec, dict) and isinstance(rec.get("messages"), list):
+            found.append(line)
+            if len(found) == 2:
+                break
+    return found
+
+
 def to_canonical(records: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    """Convert an OpenAI chat log (one message, or one ``{"messages"}`` object, per line).
+    """Convert an OpenAI chat log (one message, or one ``{"messages"}`` object, per line;
+    a file of several such objects is refused by the caller, :func:`conversation_lines`).
 
     Args:
         records: ``(line_number, parsed_record)`` pairs in file order.

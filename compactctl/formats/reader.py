@@ -36,14 +36,15 @@ __all__ = [
 ]
 
 
-def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
+def load(path: str, fmt: str | None = None, *, warn: bool = True) -> tuple[str, list[Event]]:
     """Read a whole session into memory as canonical events: ``(format name, events)``.
 
     The format is detected from the first records (``fmt`` overrides): canonical JSONL is
     read as is (raw bytes kept); a foreign line format (Claude Code, Codex, OpenAI chat, ...)
     or whole JSON document (OpenHands, SWE-agent ``.traj``) goes through its importer in
     :mod:`compactctl.formats`. Lines that are not JSON objects are kept as ``BadLine``
-    events (for a foreign file, after the imported events).
+    events (for a foreign file, after the imported events; see :func:`to_canonical_events`
+    for the checks of a foreign file, ``warn`` included).
 
     Memory: the session's events, one session at a time (docs/design.md section 7). JSON lines
     are read in blocks of :data:`~compactctl.io.jsonl.BLOCK` bytes, so the file is never held
@@ -51,12 +52,13 @@ def load(path: str, fmt: str | None = None) -> tuple[str, list[Event]]:
 
     Raises:
         InputError: the file cannot be read, or its format is unknown (the message lists the
-            known formats and says to pass ``--format``).
+            known formats and says to pass ``--format``), or a foreign file mixes formats or
+            holds a line that is not a JSON object (:func:`to_canonical_events`).
         UsageError: ``fmt`` is not a known format.
     """
     check_format(fmt)
     with open_input(path) as stream:
-        return read_transcript(stream, path, fmt)
+        return read_transcript(stream, path, fmt, warn=warn)
 
 
 def read_transcript(
@@ -64,6 +66,8 @@ def read_transcript(
     path: str,
     fmt: str | None = None,
     on_first_block: Callable[[bytes], None] | None = None,
+    *,
+    warn: bool = True,
 ) -> tuple[str, list[Event]]:
     """:func:`load` on a stream already open: ``(format name, canonical events)``.
 
@@ -83,7 +87,7 @@ def read_transcript(
             )
         except READ_ERRORS as exc:
             raise read_error(exc, path) from None
-        read = to_canonical_events(path, fmt, doc, events)
+        read = to_canonical_events(path, fmt, doc, events, warn=warn)
         # a foreign format's source records go before the collector runs again, not after
         # its first collection walked them
         del doc, events
@@ -140,15 +144,22 @@ def read_input(
 
 
 def to_canonical_events(
-    path: str, fmt: str | None, doc: Any, events: list[Event] | None
+    path: str, fmt: str | None, doc: Any, events: list[Event] | None, *, warn: bool = True
 ) -> tuple[str, list[Event]]:
     """The second half of :func:`read_transcript`: ``(format name, canonical events)`` of
     what :func:`read_input` returned, a JSON document (``doc``, ``events`` ``None``) or the
     events read from JSON lines (imported when the format is foreign).
 
+    A foreign JSON lines file is checked whole, not only its first records: a record of
+    another format is refused when the format was detected (:func:`_refuse_mixed`), and
+    lines that are not JSON objects are refused or reported (:func:`_check_bad_lines`;
+    ``warn``: give the report as a :class:`~compactctl.errors.CompactWarning`, off for
+    ``inspect``, which lists them as findings).
+
     Raises:
-        InputError: the format is unknown. UsageError: ``fmt`` is a whole-document format
-            given for JSON lines.
+        InputError: the format is unknown, the file mixes formats, or a line of a foreign
+            file is not a JSON object (see :func:`_check_bad_lines`). UsageError: ``fmt`` is
+            a whole-document format given for JSON lines.
     """
     from compactctl.formats import FORMATS, examine, examine_document, known_formats
 
@@ -166,6 +177,9 @@ def to_canonical_events(
             line_importer = FORMATS[name].to_canonical
             if line_importer is not None:
                 pairs = [(i, r) for i, r in enumerate(doc, 1) if isinstance(r, dict)]
+                if fmt is None:
+                    _refuse_mixed(path, name, pairs, "item")
+                _refuse_many_conversations(path, name, pairs, "item")
                 return name, _imported(line_importer(pairs), [])
         if name is None or importer is None:
             if found is not None:
@@ -193,8 +207,129 @@ def to_canonical_events(
     line_importer = FORMATS[name].to_canonical
     if line_importer is None:
         raise UsageError(f"--format {name} is a whole-document format, not JSON lines")
+    if fmt is None:
+        _refuse_mixed(path, name, ((e.line or 0, e.data) for e in _records(events)), "line")
+    _refuse_many_conversations(path, name, ((e.line or 0, e.data) for e in _records(events)))
     bad = [e for e in events if isinstance(e, BadLine)]
+    if bad:
+        _check_bad_lines(path, name, bad, refuse=fmt is None, warn=warn)
     return name, _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+
+
+def _refuse_many_conversations(
+    path: str, name: str, records: Iterable[tuple[int, Any]], where: str = "line"
+) -> None:
+    """Refuse an OpenAI chat file with more than one whole conversation
+    (:func:`compactctl.formats.openai_chat.conversation_lines`), whatever ``--format``
+    says: its conversations would be read as one session.
+
+    Raises:
+        InputError: names the first two such lines and what the file looks like.
+    """
+    if name != "openai-chat":
+        return
+    from compactctl.formats.openai_chat import conversation_lines
+
+    lines = conversation_lines(records)
+    if len(lines) < 2:
+        return
+    raise InputError(
+        f"{where}s {lines[0]} and {lines[1]} each hold a whole conversation "
+        '({"messages": [...]}): the file looks like a request log or a fine-tuning set, '
+        "one conversation per line, not one session; compactctl reads one conversation "
+        "per file (split the file, one conversation per file)",
+        path=path,
+    )
+
+
+def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, warn: bool) -> None:
+    """What the lines of a foreign JSON lines file that are not JSON objects mean
+    (docs/formats.md section 8).
+
+    - blank lines and a torn last line (still being written): nothing here (``inspect``
+      reports a torn line);
+    - a complete line that opens like a JSON object but does not parse (a write cut off by a
+      crash, the resume goes on on the next line): skipped, and reported with its line
+      number in a :class:`~compactctl.errors.CompactWarning` (when ``warn``);
+    - any other line (text, a JSON array or string, bytes that are not UTF-8 and do not
+      open like an object): the file is not JSON lines of this format, refused when
+      ``refuse`` (the format was detected); with ``--format`` they are skipped and reported
+      like cut-off lines.
+
+    The lines stay in the events (``BadLine``, after the imported events) as before.
+
+    Raises:
+        InputError: ``refuse`` and a line that is neither; names it and how it starts.
+    """
+    cut: list[BadLine] = []
+    for e in bad:
+        if e.problem in HARMLESS_PROBLEMS:
+            continue
+        body = (e.raw or b"").removeprefix(BOM).lstrip(b" \t")
+        if e.problem != "not-object" and body.startswith(b"{"):
+            cut.append(e)
+        elif refuse:
+            raise InputError(
+                f"line {e.line} is not a JSON object ({_problem(e)}; it starts "
+                f"{_opening(e.raw)}) in a file whose other lines are {name} records; "
+                "every line of a JSON lines transcript is one JSON object "
+                "(docs/formats.md section 8)",
+                path=path,
+            )
+        else:
+            cut.append(e)
+    if cut and warn:
+        import warnings
+
+        from compactctl.errors import CompactWarning
+
+        where = ", ".join(str(e.line) for e in cut[:5]) + (", ..." if len(cut) > 5 else "")
+        many = len(cut) > 1
+        warnings.warn(
+            CompactWarning(
+                f"{path}: {len(cut)} line{'s' if many else ''} ({where}) "
+                f"{'are' if many else 'is'} not a JSON object ({_problem(cut[0])}); "
+                "skipped, not read as part of the conversation"
+            ),
+            stacklevel=2,
+        )
+
+
+def _refuse_mixed(
+    path: str, name: str, records: Iterable[tuple[int, dict[str, Any]]], where: str
+) -> None:
+    """Refuse a file detected as ``name`` (from its first records) that holds a record of
+    another format further on, or among the strays detection tolerates
+    (:func:`compactctl.formats.detection.first_foreign_record`): its reader would keep that
+    record as a content-less ``foreign`` event, or drop it (docs/formats.md, "Detection by
+    evidence"). ``where``: what a position is (``line``, or ``item`` of a JSON array).
+
+    Raises:
+        InputError: names the first such record, the format it looks like and its shape.
+    """
+    from compactctl.formats.detection import first_foreign_record, record_shape
+
+    found = first_foreign_record(name, records)
+    if found is None:
+        return
+    at, other, record = found
+    raise InputError(
+        f"mixed transcript formats: the first records are {name}, but {where} {at} looks "
+        f"like {other} ({record_shape(record)}), a record {name} never writes; compactctl "
+        "reads one format per file. Pass --format NAME to read it as one of them anyway",
+        path=path,
+    )
+
+
+def _problem(bad: BadLine) -> str:
+    """What is wrong with a bad line, in a few words (not the parser's message).
+
+    >>> _problem(BadLine(b"[1]", 2, "not-object", "a JSON list, not an object"))
+    'a JSON list, not an object'
+    >>> _problem(BadLine(b"{", 3, "malformed", "malformed JSON: unexpected end of data"))
+    'malformed JSON'
+    """
+    return "malformed JSON" if bad.problem == "malformed" else bad.detail or bad.problem
 
 
 def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:

@@ -546,3 +546,61 @@ def test_a_torn_last_line_is_named_in_the_report_line(tmp_path: Path) -> None:
     assert "(its torn last line is kept; the new events start on a new line)" in r.stderr
     r = _invoke("rules", "--no-store", str(path))  # nothing to append: no torn note
     assert r.stderr == f"{path}: unchanged: no rule changes any message\n"
+
+
+# --- lines that are not JSON objects in a foreign file (docs/formats.md section 8) ----------
+
+MISLEADING = SAMPLES.parent / "formats" / "misleading"
+
+
+@pytest.mark.parametrize(
+    "name, line, what",
+    [
+        ("chat-then-text.jsonl", 3, "it starts '2026-01-01 12:00:01 INFO build started'"),
+        ("chat-then-arrays.jsonl", 2, '(a JSON list, not an object; it starts \'["log", 1'),
+    ],
+)
+def test_a_foreign_file_with_a_line_that_is_not_an_object_is_refused(
+    tmp_path: Path, name: str, line: int, what: str
+) -> None:
+    """Text or a JSON array among the records of a foreign file: not a cut-off record, the
+    file is not JSON lines of its format; every reading command refuses it, exit 3 (it used
+    to be read with the line dropped, exit 0)."""
+    path = tmp_path / name
+    data = (MISLEADING / name).read_bytes()
+    path.write_bytes(data)
+    for command in (("inspect",), ("convert", "--dry-run"), ("compact", "--force", "-o", "-")):
+        r = _invoke(*command, str(path))
+        assert r.exit_code == 3, (command, r.stdout, r.stderr)
+        assert f"{path}: line {line} is not a JSON object (" in r.stderr
+        assert what in r.stderr
+        assert "in a file whose other lines are openai-chat records" in r.stderr
+    assert path.read_bytes() == data
+
+
+def test_a_cut_off_line_in_a_foreign_file_is_skipped_and_reported(tmp_path: Path) -> None:
+    """A record cut off mid-file (a crash, then a resume on the next line) is skipped and
+    reported with its line number by convert and compact (a warning) and by inspect (a
+    finding, no warning); the other records are read."""
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes((MISLEADING / "chat-cut-off-line.jsonl").read_bytes())
+    warning = f"compactctl: warning: {path}: 1 line (2) is not a JSON object (malformed JSON); "
+    r = _invoke("convert", "-o", str(tmp_path / "out.jsonl"), str(path))
+    assert r.exit_code == 0, r.stderr
+    assert warning in r.stderr and "skipped, not read as part of the conversation" in r.stderr
+    r = _invoke("compact", "--force", "--no-store", "-o", str(tmp_path / "c.jsonl"), str(path))
+    assert r.exit_code == 0, r.stderr
+    assert warning in r.stderr
+    r = _invoke("inspect", "--json", str(path))
+    assert r.exit_code == 0 and "is not a JSON object" not in r.stderr
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["messages"] == 3
+    assert [(x["line"], x["kind"]) for x in f["findings"]] == [(2, "malformed")]
+
+
+def test_format_reads_text_lines_as_skipped_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes((MISLEADING / "chat-then-text.jsonl").read_bytes())
+    r = _invoke("convert", "--format", "openai-chat", "-o", str(tmp_path / "o.jsonl"), str(path))
+    assert r.exit_code == 0, r.stderr
+    assert f"{path}: 2 lines (3, 4) are not a JSON object (malformed JSON); skipped" in r.stderr

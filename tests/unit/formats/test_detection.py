@@ -238,3 +238,126 @@ def test_folder_runs_find_recognised_documents_only_when_asked(tmp_path: Path) -
         "s.jsonl",
         "swe-agent-history-only-described.traj",
     ]
+
+
+# --- files that mix formats (the review of the readers, 2026-12, finding A1) ----------------
+
+MIXED = {
+    # file -> (what the first records are, the first line of another format, that format)
+    "mixed-claude-code-chat.jsonl": ("claude-code", 31, "openai-chat"),
+    "mixed-codex-rollout-exec.jsonl": ("codex-rollout", 28, "codex-exec"),
+    "mixed-gemini-cli-claude-code.jsonl": ("gemini-cli", 12, "claude-code"),
+    "claude-code-stray-stream-line.jsonl": ("claude-code", 30, "claude-stream"),
+}
+"""Each is a shipped file with a few records of another format added: detection (the first
+50 records, 20% of them may stray) names the first format, and its reader used to keep the
+others as content-less ``foreign`` events or drop them, exit 0."""
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_a_file_that_mixes_formats_is_refused_naming_the_line(name: str) -> None:
+    first, line, other = MIXED[name]
+    with pytest.raises(InputError) as info:
+        load(str(MISLEADING / name))
+    message = str(info.value)
+    assert message.startswith(f"{MISLEADING / name}: mixed transcript formats: ")
+    assert f"the first records are {first}, but line {line} looks like {other} (" in message
+    assert "Pass --format NAME" in message
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+def test_a_file_that_mixes_formats_exits_3_on_every_reading_command(name: str) -> None:
+    for command in (["inspect"], ["convert", "--dry-run"], ["compact", "--force", "-o", "-"]):
+        proc = run_cli(*command, str(MISLEADING / name))
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert f"line {MIXED[name][1]} looks like {MIXED[name][2]}" in proc.stderr
+
+
+def test_a_record_of_another_format_past_the_detection_window_is_found(tmp_path: Path) -> None:
+    sample = ROOT / "fixtures" / "samples" / "small-s1.claude-code.jsonl"
+    data = sample.read_bytes()
+    assert data.count(b"\n") == 102  # past the 50 records detection reads
+    mixed = tmp_path / "s.jsonl"
+    mixed.write_bytes(data + b'{"role": "user", "content": "and one more"}\n')
+    with pytest.raises(InputError, match="but line 103 looks like openai-chat"):
+        load(str(mixed))
+    # a Claude Code record type newer than the reader (it keeps those) is not another format
+    newer = tmp_path / "newer.jsonl"
+    newer.write_bytes(data + b'{"type": "cost-state", "sessionId": "x", "costUSD": 0}\n')
+    fmt, events = load(str(newer))
+    assert fmt == "claude-code"
+    assert [
+        e.data["sourceType"] for e in events if e.line == 103 or e.data.get("sourceLine") == 103
+    ] == ["cost-state"]
+    assert counts(events) == counts(load(str(sample))[1])
+
+
+def test_format_reads_a_mixed_file_anyway_and_the_session_stays_its_own() -> None:
+    """``--format`` reads a mixed file as that format: Gemini's session id stays (a Claude
+    line's ``sessionId`` used to become it) and the Claude line is a ``foreign`` event at
+    its line (it used to be dropped)."""
+    _, alone = load(str(FORMATS / "gemini-cli-described.jsonl"))
+    _, events = load(str(MISLEADING / "mixed-gemini-cli-claude-code.jsonl"), "gemini-cli")
+    (session,) = [e.data for e in events if e.data.get("type") == "session"]
+    assert session["sessionId"] == "5f0c1a2b-0000-4000-8000-000000000002"
+    assert [
+        (e.data["sourceType"], e.data["sourceLine"])
+        for e in events
+        if e.data.get("type") == "foreign" and e.data.get("sourceLine") == 12
+    ] == [("user", 12)]
+    assert [m.data for m in alone if isinstance(m, Message)] == [
+        m.data for m in events if isinstance(m, Message)
+    ]
+
+
+def test_a_stray_record_is_never_the_claude_code_leaf(tmp_path: Path) -> None:
+    """A Claude Code file without ``last-prompt`` and a ``claude -p`` stream-json line at its
+    end, read with ``--format claude-code``: the conversation is the file's own (the stray
+    line used to be taken as the leaf: one message instead of the whole branch)."""
+    path = MISLEADING / "claude-code-stray-stream-line.jsonl"
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:-1]))
+    _, events = load(str(path), "claude-code")
+    _, want = load(str(alone), "claude-code")
+    got = [m.data for m in events if isinstance(m, Message)]
+    assert got == [m.data for m in want if isinstance(m, Message)]
+    assert (got[0]["uuid"], got[-1]["uuid"]) == ("u1", "u24")  # the branch of the file's leaf
+    stray = [e.data for e in events if e.data.get("sourceLine") == 30]
+    assert [(e["type"], e["sourceType"]) for e in stray] == [("foreign", "branch")]
+
+
+# --- one whole conversation per line (finding A5) -------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["chat-request-log.jsonl", "chat-fine-tuning.jsonl"])
+@pytest.mark.parametrize("fmt", [None, "openai-chat"])
+def test_one_conversation_per_line_is_refused(name: str, fmt: str | None) -> None:
+    with pytest.raises(InputError) as info:
+        load(str(MISLEADING / name), fmt)
+    message = str(info.value)
+    assert "lines 1 and 2 each hold a whole conversation" in message
+    assert "looks like a request log or a fine-tuning set, one conversation per line" in message
+
+
+def test_one_conversation_in_one_line_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    first = (MISLEADING / "chat-fine-tuning.jsonl").read_bytes().splitlines(keepends=True)[0]
+    path.write_bytes(first)
+    fmt, events = load(str(path))
+    assert fmt == "openai-chat"
+    assert [(m.role, m.data["content"]) for m in events if isinstance(m, Message)] == [
+        ("system", "s"),
+        ("user", "q0"),
+        ("assistant", "a0"),
+    ]
+
+
+def test_a_json_array_that_mixes_formats_is_refused_naming_the_item(tmp_path: Path) -> None:
+    lines = (MISLEADING / "mixed-claude-code-chat.jsonl").read_text().splitlines()
+    path = tmp_path / "s.json"
+    path.write_text("[\n" + ",\n".join(lines) + "\n]\n")
+    with pytest.raises(InputError, match="the first records are claude-code, but item 31 looks"):
+        load(str(path))
+    fmt, events = load(str(path), "claude-code")  # --format: read anyway
+    assert fmt == "claude-code"
+    assert counts(events) == counts(load(str(FORMATS / "claude-code-branches.jsonl"))[1])

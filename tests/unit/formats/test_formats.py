@@ -460,7 +460,7 @@ def test_claude_code_leaf_prefers_newer_records_after_last_prompt() -> None:
         "parentUuid": "u24",
         "type": "user",
         "uuid": "u25",
-        "sessionId": "x",
+        "sessionId": "7f1c2a9e-0b4d-4c1e-9a55-3d2f8e6b1c00",  # the file's session
         "timestamp": "2025-07-01T09:30:00.000Z",
         "message": {"role": "user", "content": "One more thing."},
     }
@@ -471,6 +471,11 @@ def test_claude_code_leaf_prefers_newer_records_after_last_prompt() -> None:
     events = list(claude_code.to_canonical([*records, (31, other)]))
     assert messages(events)[-1]["uuid"] == "u24"
     assert any(e.get("sourceLine") == 31 and e["sourceType"] == "branch" for e in events)
+    # a record of another session, even one that extends the leaf, is never on the branch
+    stray = {**extra, "sessionId": "another-session"}
+    events = list(claude_code.to_canonical([*records, (31, stray)]))
+    assert messages(events)[-1]["uuid"] == "u24"
+    assert [e["sourceType"] for e in events if e.get("sourceLine") == 31] == ["branch"]
 
 
 def _parallel_calls(results_first: str) -> list[tuple[int, dict[str, Any]]]:
@@ -941,3 +946,62 @@ def test_format_option_help_names_every_known_format() -> None:
     option = typing.get_args(FormatOpt)[1]
     listed = option.help.split("): ", 1)[1].rstrip(".").split(", ")
     assert listed == known_formats()
+
+
+def test_claude_code_keeps_the_messages_its_compaction_preserved() -> None:
+    """Claude Code 2.1.328's manual ``/compact`` kept its last answer ("Done.", line 87): the
+    boundary (line 95) lists it in ``compactMetadata.preservedMessages`` and Claude Code
+    relinks it after the summary (line 96). The summary replaces the 20 messages before it,
+    not that one, which the effective context keeps after the summary."""
+    path = FIXTURES / "real" / "claude-code-2.1.328" / "b7a64efe-cbfe-47e8-a7f2-2c773ad73928.jsonl"
+    records = list(read_jsonl(path))
+    (boundary,) = [r for _, r in records if r.get("subtype") == "compact_boundary"]
+    done = "6a575c08-4566-4a81-b9d2-f481a18cb166"
+    assert boundary["compactMetadata"]["preservedMessages"]["uuids"] == [done]
+    events = list(claude_code.to_canonical(records))
+    (summary,) = [e for e in events if e["type"] == "summary"]
+    before = [m["uuid"] for m in messages(events) if m["sourceLine"] < 95]
+    assert before[-1] == done and len(before) == 21
+    assert summary["replaces"] == before[:-1]
+    from compactctl.formats.reader import load
+    from compactctl.replay import replay
+
+    view = [(m.uuid, m.data["content"]) for m in replay(load(str(path))[1])][:2]
+    assert view == [(summary["uuid"], summary["summaryText"]), (done, "Done.")]
+
+
+def test_a_summary_keeps_preserved_messages_in_its_chain() -> None:
+    """A preserved message stays in the chain: the next compaction replaces it."""
+    chain = _common.SummaryChain()
+    for uuid in ("a", "b", "c"):
+        chain.add({"uuid": uuid, "role": "user", "content": uuid})
+    first = chain.summary(uuid="s1", text="one", source="x", trigger=None, line=4, keep_uuids=["c"])
+    assert first["replaces"] == ["a", "b"]
+    chain.add({"uuid": "d", "role": "user", "content": "d"})
+    second = chain.summary(uuid="s2", text="two", source="x", trigger=None, line=6)
+    assert second["replaces"] == ["c", "d", "s1"]
+
+
+def test_gemini_jsonl_keeps_unknown_records_and_its_own_session() -> None:
+    """A record the Gemini reader does not know is a ``foreign`` event at its line (it used
+    to be dropped), and only a header names the session (a Claude line's ``sessionId``, or
+    a second header's, used to replace it)."""
+    from compactctl.formats import gemini_cli
+
+    records = [
+        (1, {"sessionId": "g-1", "projectHash": "p", "startTime": "2026-05-01T10:00:00.000Z"}),
+        (2, {"id": "m1", "type": "user", "content": "Run the tests."}),
+        (3, {"kind": "telemetry", "sessionId": "other"}),
+        (4, {"type": "user", "sessionId": "claude-1", "uuid": "c1", "message": {"content": "x"}}),
+        (5, {"sessionId": "g-2", "projectHash": "p"}),
+        (6, {"id": "m2", "type": "gemini", "content": "Both pass."}),
+    ]
+    events = list(gemini_cli.to_canonical(records))
+    assert [(e["type"], e.get("sourceType"), e.get("sourceLine")) for e in events] == [
+        ("session", None, 1),
+        ("message", None, 2),
+        ("foreign", "record", 3),
+        ("foreign", "user", 4),
+        ("message", None, 6),
+    ]
+    assert events[0]["sessionId"] == "g-1"
