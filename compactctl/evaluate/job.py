@@ -403,7 +403,7 @@ def _refuse_effective_context(session: Session) -> None:
         why = f"its record {found[0]} says -o --materialize wrote it from {source}"
         original = f"ORIGINAL ({source}, if it still holds what was compacted)"
     else:
-        why += " (a --materialize output?)"
+        why += " (a --materialize output, or a session compact --as native wrote?)"
     raise InputError(
         f"an effective context, not a log: {why}; what the compaction replaced or shortened "
         "is not in the file, so eval would check it against itself; pass --against "

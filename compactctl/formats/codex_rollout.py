@@ -358,7 +358,10 @@ class _Rollout:
         self.emit(event)
 
     def compacted(self, line: int, ts: Any, payload: JSON) -> None:
-        """A ``compacted`` record: the SummaryEvent."""
+        """A ``compacted`` record: the SummaryEvent; with nothing before it in the file (a
+        session continued from a summary, as ``compact --as native`` writes it), a ``user``
+        message with ``summaryOf`` holding the summary (``message``, else the texts of
+        ``replacement_history``), as in an effective context: Codex sends it."""
         self.close()
         keep: list[str] = []
         history = payload.get("replacement_history")
@@ -367,6 +370,15 @@ class _Rollout:
                 if isinstance(item, dict) and item.get("type") == "message":
                     keep.append(content_text(collapse(_parts(item.get("content")))))
         text = payload.get("message")
+        if self.chain.replaces_nothing():  # a session continued from a summary: no original
+            summary = text if isinstance(text, str) and text else "\n\n".join(keep)
+            if summary:  # what Codex sends first when it resumes: a summary message
+                uid = stable_uuid(SOURCE, line, "compacted")
+                event = self.message(line, ts, "user", self.turns.current, uid)
+                event["content"] = summary
+                event["summaryOf"] = event["uuid"]
+                self.emit(event)
+            return
         self.emit(
             self.chain.summary(
                 uuid=self.uuids.take(stable_uuid(SOURCE, line, "compacted"), line),

@@ -280,3 +280,27 @@ def test_native_session_id_follows_what_is_kept_gzip_and_subagents(tmp_path: Pat
     assert refused.returncode == 2
     assert b"a subagent's transcript" in refused.stderr and b"compact its parent" in refused.stderr
     assert sorted(p.name for p in sub.iterdir()) == [Path(agent).name]
+
+
+def test_codex_session_reads_back_as_written(tmp_path: Path) -> None:
+    """compactctl reads its own Codex session as Codex resumes it: the ``compacted`` record,
+    with nothing before it in the new file, is a ``summaryOf`` message holding the summary
+    (a SummaryEvent replacing nothing dropped it: the context lost the summary, and eval
+    scored 15 of 41 probes against the original where 41 are there); eval refuses the file
+    without ``--against``."""
+    src = _codex(tmp_path)
+    _, new = _compact_new(src)
+    records = _records(new)
+    (at,) = [i for i, r in enumerate(records) if r["type"] == "compacted"]
+    back = Session.open(str(new))
+    assert not any(e.type == "summary" for e in back.events)
+    view = back.effective()
+    assert [m.uuid for m in view] == [m.uuid for m in back.events if m.type == "message"]
+    (summary,) = [m for m in view if "summaryOf" in m.data]
+    assert summary.text == records[at]["payload"]["message"] and summary.line == at + 1
+    assert [m for m in view if m.role != "system"][0] is summary
+    refused = run_cli("eval", str(new))
+    assert refused.returncode == 3
+    assert f"line {at + 1} is a summary message".encode() in refused.stderr
+    doc = json.loads(run_cli("eval", "--json", "--against", str(src), str(new)).stdout)
+    assert doc["files"][0]["probes"]["retention"] == 1.0
