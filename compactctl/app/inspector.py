@@ -124,7 +124,7 @@ def history_entry(
     (summary; ``replaces`` a count of uuids, ``tiers`` the tier names, and ``supersedes``,
     the uuid of the summary it takes the place of, for the one ``tiers`` appends: its
     ``replaces`` counts that summary too; ``selectedTier``, the tier replay shows, when one
-    is) or ``{"line", "type", "uuid", "reverts"}`` (revert:
+    is, and ``tierTokens``, each tier's size in tokens) or ``{"line", "type", "uuid", "reverts"}`` (revert:
     the uuids it takes back), then ``stats`` when recorded, ``timestamp``, and
     ``revertedBy`` (the revert's uuid) for a compaction taken back."""
     entry: dict[str, Any] = {"line": e.line, "type": e.type, "uuid": e.uuid}
@@ -142,6 +142,8 @@ def history_entry(
         for key in ("supersedes", "selectedTier"):
             if isinstance(e.data.get(key), str):
                 entry[key] = e.data[key]
+        if isinstance(e.data.get("tierTokens"), dict):
+            entry["tierTokens"] = e.data["tierTokens"]
     if "stats" in e.data:
         entry["stats"] = e.data["stats"]
     entry["timestamp"] = e.data.get("timestamp")

@@ -110,12 +110,15 @@ def inspect_table(r: dict[str, Any], *, verbose: bool = False) -> str:
                 n, old_line = messages.get(h["supersedes"], (n - 1, None))
                 what += f" in place of line {old_line}'s" if old_line else " in place of another"
             messages[h["uuid"]] = (n, h["line"])
-            if "selectedTier" in h:  # the stats below are the whole summary's
-                what += f" (replay shows {h['selectedTier']})"
             stats = h.get("stats") or {}
             saved = ""
             if isinstance(stats, dict) and "tokensBefore" in stats and "tokensAfter" in stats:
                 saved = f", {stats['tokensBefore']} -> {stats['tokensAfter']} tokens"
+            if "selectedTier" in h:  # the stats are the whole summary's: say what is shown
+                tier = h["selectedTier"]
+                size = (h.get("tierTokens") or {}).get(tier)
+                what += f" (replay shows {tier}" + (f", {size} tokens)" if size else ")")
+                saved = ""
             line = "-" if h["line"] is None else h["line"]  # a whole-JSON transcript has none
             back = " (taken back by undo)" if h.get("revertedBy") else ""
             lines.append(f"    line {line}: {h['type']} {what}, {n} messages{saved}{back}")

@@ -134,13 +134,14 @@ def test_inspect_history_names_the_tiers_summary_and_what_it_replaces(tmp_path: 
         f"line {lines[2]}: summary sections with tiers L0, L1, L2 in place of line "
         f"{lines[1]}'s, 54 messages, "
     )
-    assert second.startswith(
+    assert second == (  # what replay shows, not the whole summary's stats
         f"line {lines[3]}: summary sections with tiers L0, L1, L2 in place of line "
-        f"{lines[2]}'s (replay shows L0), 54 messages, "
+        f"{lines[2]}'s (replay shows L0, 228 tokens), 54 messages"
     )
     doc = orjson.loads(run_cli("inspect", "--json", str(path)).stdout)
     entries = doc["files"][0]["history"]
     assert [e.get("supersedes") for e in entries] == [None, None, entries[1]["uuid"],
                                                       entries[2]["uuid"]]  # fmt: skip
     assert [e.get("selectedTier") for e in entries] == [None, None, None, "L0"]
+    assert entries[3]["tierTokens"]["L0"] == 228
     assert [e.get("replaces") for e in entries] == [None, 54, 55, 56]
