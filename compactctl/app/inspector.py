@@ -124,8 +124,8 @@ def history_entry(
     (summary; ``replaces`` a count of uuids, ``tiers`` the tier names, and ``supersedes``,
     the uuid of the summary it takes the place of, for the one ``tiers`` appends: its
     ``replaces`` counts that summary too; ``selectedTier``, the tier replay shows, when one
-    is, and ``tierTokens``, each tier's size in tokens) or ``{"line", "type", "uuid", "reverts"}`` (revert:
-    the uuids it takes back), then ``stats`` when recorded, ``timestamp``, and
+    is, and ``tierTokens``, each tier's size in tokens) or ``{"line", "type", "uuid",
+    "reverts"}`` (revert: the uuids it takes back), then ``stats`` when recorded, ``timestamp``, and
     ``revertedBy`` (the revert's uuid) for a compaction taken back."""
     entry: dict[str, Any] = {"line": e.line, "type": e.type, "uuid": e.uuid}
     if isinstance(e, RevertEvent):
