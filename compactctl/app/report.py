@@ -546,6 +546,9 @@ def _tiers_line(r: dict[str, Any]) -> str:
         return _unchanged(r, r.get("reason") or "nothing to do")
     sizes = ", ".join(f"{k} {v}" for k, v in sorted(r["tiers"].items()))
     shown = r["selectedTier"] or "the whole summary (the context does not need a tier)"
+    if r.get("reselected"):  # the tiers were there: only what replay shows changed
+        what = f"{shown} (the tiers as they were: {sizes} tokens, {r['tokenizer']})"
+        return f"{r['path']}: {_verb(r, 'replay now shows', 'replay would show')} {what}"
     what = f"tiers ({sizes} tokens, {r['tokenizer']}); replay shows {shown}"
     return f"{r['path']}: {_verb(r, 'added', 'would add')} {what}"
 

@@ -761,7 +761,7 @@ def plan_tiers(
         data["selectedTier"] = chosen
     event = event_from_dict(data)
     assert isinstance(event, SummaryEvent)
-    report.update(tiers=sizes, selectedTier=chosen, note=note)
+    report.update(tiers=sizes, selectedTier=chosen, note=note, reselected=bool(old.tiers))
     return event, report
 
 
@@ -777,6 +777,8 @@ class TiersReport(LayerReport):
         the log. replaces, tokens_before, tokens_after, tokens_saved: when an event is
         planned, the uuids it replaces (count), the prompt tokens before and after it and
         their difference.
+        reselected: ``True`` when the newest summary had its tiers already and the event
+            only changes which one replay shows (``--tier``, or another window).
         tier_texts: the tier texts (for the store; not in JSON).
     """
 
@@ -792,6 +794,7 @@ class TiersReport(LayerReport):
     tokens_before: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
     tokens_after: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
     tokens_saved: int | None = dataclasses.field(default=None, metadata={"omit_none": True})
+    reselected: bool | None = dataclasses.field(default=None, metadata={"omit_none": True})
     tier_texts: dict[str, str] | None = internal(None)
 
     @property
@@ -851,4 +854,5 @@ class TiersLayer(EventLayer):
         report.tokens_after = session.extended([event]).prompt_estimate()
         report.tokens_saved = report.tokens_before - report.tokens_after
         report.tier_texts = event.tiers
+        report.reselected = bool(found.get("reselected")) or None
         return Plan([event], report)
