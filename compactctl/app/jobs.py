@@ -45,7 +45,7 @@ from compactctl.io.export import framed, materialized_lines
 from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_unless_same
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
-from compactctl.io.native import AS_NATIVE, native_format
+from compactctl.io.native import AS_NATIVE, RESUMABLE, native_format
 from compactctl.io.remote import is_url
 from compactctl.layers.undo import plan_live
 from compactctl.model import Event, acyclic
@@ -259,10 +259,15 @@ def open_session(
     )
     fmt = session.format
     if in_place and fmt != "canonical" and not out.check:
+        resume = (
+            f"; or, with compact, --as native to write a new {fmt} session the agent resumes"
+            if fmt in RESUMABLE
+            else ""
+        )
         raise NotAppendable(
             f"is {'an' if fmt[0] in 'aeio' else 'a'} {fmt} transcript; compactctl never "
             "appends to another agent's file (nothing was written). Pass -o FILE, -o DIR/ "
-            "(many files) or -o - to write canonical JSONL with the result",
+            f"(many files) or -o - to write canonical JSONL with the result{resume}",
             path=path,
             kind=fmt,
         )

@@ -128,8 +128,9 @@ def parse_configs(specs: Sequence[str]) -> tuple[Config, ...]:
             key, sep, raw = item.partition("=")
             name = KEYS.get(key.strip().replace("-", "_"))
             if not sep or name is None:
+                what = "is not KEY=VALUE" if not sep else f"names no setting ({key.strip()!r})"
                 raise UsageError(
-                    f"--compare {spec!r}: {item!r} is not KEY=VALUE with KEY one of "
+                    f"--compare {spec!r}: {item!r} {what}; KEY is one of "
                     + ", ".join(sorted(KEYS))
                 )
             values.append((name, _value(fields[name], raw.strip(), spec)))

@@ -24,7 +24,8 @@ S1 = SAMPLES / "small-s1.canonical.jsonl"
 CLAUDE_REFUSED = (
     "is a claude-code transcript; compactctl never appends to another agent's file (nothing "
     "was written). Pass -o FILE, -o DIR/ (many files) or -o - to write canonical JSONL with "
-    "the result"
+    "the result; or, with compact, --as native to write a new claude-code session the agent "
+    "resumes"
 )
 
 # Checked by hand: small-s1 counts 7,320 tokens (--estimate) before `compact --force` and

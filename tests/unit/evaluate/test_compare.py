@@ -67,7 +67,8 @@ def test_parse_configs():
     for bad, message in (
         ("strategy=sideways", "unknown strategy"),
         ("keep_recent=many", "not a int"),
-        ("colour=blue", "not KEY=VALUE"),
+        ("colour=blue", "names no setting .'colour'."),
+        ("colour", "is not KEY=VALUE"),
         ("", "takes KEY=VALUE"),
         ("micro=maybe", "not a bool"),
     ):
