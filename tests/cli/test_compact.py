@@ -105,7 +105,8 @@ def test_stdin_to_stdout_keeps_raw_bytes_and_materialize(tmp_path: Path):
     types = [orjson.loads(x)["type"] for x in out.read_bytes().splitlines()]
     assert types[0] == "session" and set(types[1:]) == {"message"}
     assert out.read_bytes().splitlines()[0] == original.splitlines()[0]
-    assert b"(effective context written to" in r.stderr and b" applied micro" in r.stderr
+    assert b"(effective context of " in r.stderr and b" tokens written to " in r.stderr
+    assert b" applied micro" in r.stderr
     dry = tmp_path / "dry.jsonl"
     r = run_cli(
         "compact", "--force", "--materialize", "--dry-run", "-o", str(dry), "-", input=original

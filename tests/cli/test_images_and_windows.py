@@ -49,7 +49,10 @@ def test_an_unknown_model_compacts_with_the_default_window_and_a_warning(tmp_pat
     path = _unknown_model_session(tmp_path)
     r = run_cli("compact", "--json", "--dry-run", str(path))
     assert r.returncode == 0
-    assert b"model 'acme-coder-7b' has no known context window: assuming 128,000 tokens" in r.stderr
+    assert (
+        b"model 'acme-coder-7b' has no known context window: assuming a context window of "
+        b"128,000 tokens"
+    ) in r.stderr
     (f,) = orjson.loads(r.stdout)["files"]
     assert f["contextWindow"] == 128_000
     assert "under 25% of the 128000-token window" in f["reason"]

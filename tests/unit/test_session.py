@@ -83,7 +83,9 @@ def test_meta_is_decided_once_from_the_session_event(tmp_path):
 
 def test_the_rules_of_the_metadata():
     assert session_key(None, "a.jsonl") == "a.jsonl"
-    with pytest.warns(CompactWarning, match="no model is recorded: assuming 128,000 tokens"):
+    with pytest.warns(
+        CompactWarning, match="no model is recorded: assuming a context window of 128,000"
+    ):
         assert context_window(None, None, None) == DEFAULT_CONTEXT_WINDOW == 128_000
     assert context_window(5, None, "openai/gpt-4o") == 5
     assert encoding_name(None, None) == "cl100k_base"
