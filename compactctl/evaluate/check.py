@@ -37,6 +37,9 @@ What counts as the same fact (:func:`~compactctl.evaluate.probes.occurs`):
   ``README.md`` is not ``readme.md``); the prose kinds (requests, errors, constraints,
   decisions, pending tasks) case folded as well
   (:func:`~compactctl.evaluate.probes.normalise`), as issue 16 asks.
+- **CJK punctuation.** In the prose kinds, full-width punctuation compares as the ``rules``
+  layer writes it (its ``cjk_punct`` rule's table: ``，。：（）`` is ``,.:()``), so a user
+  message that rule rewrote still keeps its requests and constraints (``normalised``).
 
 Every probe stands so in its source message (:mod:`compactctl.evaluate.probes`), so an
 uncompacted log keeps every probe (``tests/unit/evaluate/test_eval.py`` checks every
@@ -54,6 +57,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 
 from compactctl.evaluate.probes import CODE_KINDS, Probe, normalise, occurs
+from compactctl.layers.text_rules.cjk import normalize_cjk_punct
 from compactctl.model import Message
 from compactctl.summarize.extractive.tools import call_arguments, shell_command
 from compactctl.text import string_leaves
@@ -127,9 +131,11 @@ class Context:
 
     @cached_property
     def folded(self) -> str:
-        """:attr:`spaced`, case folded: :func:`~compactctl.evaluate.probes.normalise` of
-        :attr:`text` (case folding neither makes nor removes whitespace)."""
-        return self.spaced.casefold()
+        """:attr:`spaced`, case folded, full-width CJK punctuation in its ASCII form:
+        :func:`~compactctl.evaluate.probes.normalise` of :attr:`text` (case folding neither
+        makes nor removes whitespace, nor does the punctuation mapping)."""
+        folded = self.spaced.casefold()
+        return folded if folded.isascii() else normalize_cjk_punct(folded)
 
     def match(self, probe: Probe, probes: Sequence[Probe] = ()) -> str | None:
         """How ``probe`` is found: :data:`EXACT`, :data:`NORMALISED`, or ``None`` (lost).

@@ -412,13 +412,40 @@ def _refuse_effective_context(session: Session) -> None:
     )
 
 
+def _refuse_another_session(session: Session, original: Session, where: str) -> None:
+    """Refuse ``--against`` an original of another session: when both files record a
+    session id (the ``sessionId`` of their ``session`` event; a ``-o`` output, materialized
+    or not, keeps its input's) and the ids differ, the probes of one session would be
+    looked for in another's context, and the retention would measure nothing. A file
+    without a session id (an OpenAI messages array, a bare list of messages) is taken as
+    given.
+
+    Raises:
+        InputError: both ids known and different (the message names both files and ids).
+    """
+    ids = [
+        e.data.get("sessionId") if (e := s.session_event) is not None else None
+        for s in (session, original)
+    ]
+    if not all(isinstance(i, str) and i for i in ids) or ids[0] == ids[1]:
+        return
+    raise InputError(
+        f"--against {where} is another session (session id {ids[1]}; {session.path} "
+        f"records {ids[0]}): its probes would be looked for in another session's context, "
+        f"which measures nothing; pass --against the transcript {session.path} was made "
+        f"from (its session event has sessionId {ids[0]})",
+        path=session.path,
+    )
+
+
 def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
     """``eval`` on one transcript (or ``-``): ``{"path", "result": FileEval}``.
 
     Raises:
         InputError: the file (or its original) cannot be read, or its format is unknown; an
             effective context (a ``--materialize`` output) without ``--against``; no single
-            original (:func:`original_for`), or one without messages.
+            original (:func:`original_for`), one without messages, or one whose session id
+            is not the file's (:func:`_refuse_another_session`).
         UsageError, SummarizerError: as :func:`evaluate_session`.
     """
     with acyclic():
@@ -439,6 +466,7 @@ def eval_path(path: str, options: EvalOptions) -> dict[str, Any]:
                     "to measure against (an empty file or stdin?)",
                     path=path,
                 )
+            _refuse_another_session(session, original, where)
     try:
         return {"path": path, "result": evaluate_session(session, options, original)}
     except ValueError as exc:  # an encoding unavailable offline: this file, not the run

@@ -183,14 +183,18 @@ def questions(probes: Sequence[Probe]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def _model(name: str, options: JudgeOptions, window: int | None = None) -> LiteLLMSummarizer:
+def _model(
+    name: str, options: JudgeOptions, window: int | None = None, option: str = "--judge"
+) -> LiteLLMSummarizer:
     """A model to call: the summarizer's client (its :meth:`~compactctl.summarize.litellm.
-    LiteLLMSummarizer.complete` is the one call path: redaction as sent, retries, errors)."""
+    LiteLLMSummarizer.complete` is the one call path: redaction as sent, retries, errors).
+    ``option``: the option that named it (``--judge``, ``--answer-model``), which its
+    configuration errors name (a missing key: which one)."""
     from compactctl.summarize.litellm import LiteLLMSummarizer
 
     same = ("timeout", "num_retries", "completion_kwargs", "redact")  # the same call options
     kwargs = {k: getattr(options, k) for k in same}
-    return LiteLLMSummarizer(name, max_input_tokens=window, **kwargs)
+    return LiteLLMSummarizer(name, max_input_tokens=window, option=option, **kwargs)
 
 
 def _call(model: LiteLLMSummarizer, messages: list[dict[str, str]]) -> str:
@@ -235,16 +239,26 @@ def parse_grades(answer: str) -> tuple[dict[str, int], str]:
     The first JSON object of the answer is read (:meth:`json.JSONDecoder.raw_decode` from
     the first ``{``, else from the next ``{`` when that one starts no valid JSON): text
     around it, such as prose, a Markdown fence or a later ``{0..5}``, is ignored. Scores may
-    be at the top level or under ``"scores"``; numbers are rounded and clamped to 0..5.
+    be at the top level or under ``"scores"``; a fraction is rounded to the nearest grade
+    (2.6 is 3). A number outside 0..5 is refused, not clamped: the judge did not follow the
+    scale, so its grades cannot be read as 0-5 grades (9 is no 5).
 
     >>> parse_grades('```json\\n{"scores": {"accuracy": 4, "contextAwareness": 3, '
-    ...              '"artifactTrail": 5, "completeness": 2.6, "continuity": 9, '
+    ...              '"artifactTrail": 5, "completeness": 2.6, "continuity": 1, '
     ...              '"instructionFollowing": 0}, "rationale": "ok"}\\n```')
     ({'accuracy': 4, 'contextAwareness': 3, 'artifactTrail': 5, 'completeness': 3, \
-'continuity': 5, 'instructionFollowing': 0}, 'ok')
+'continuity': 1, 'instructionFollowing': 0}, 'ok')
+    >>> parse_grades('{"accuracy": 9, "contextAwareness": 3, "artifactTrail": 5, '
+    ...              '"completeness": 2, "continuity": 1, "instructionFollowing": 0}')
+    Traceback (most recent call last):
+    ...
+    compactctl.evaluate.judge.JudgeError: the judge graded accuracy 9, outside the scale 0-5: \
+'{"accuracy": 9, "contextAwareness": 3, "artifactTrail": 5, "completeness": 2, "continuity": \
+1, "instructionFollowing": 0}'
 
     Raises:
-        JudgeError: no JSON object, or a dimension missing or not a number.
+        JudgeError: no JSON object; a dimension missing, not a number, or outside 0..5 (the
+            message names the dimension and the value).
     """
     doc = _first_object(answer)
     if doc is None:
@@ -256,7 +270,11 @@ def parse_grades(answer: str) -> tuple[dict[str, int], str]:
         value = scores.get(dim, scores.get(snake)) if isinstance(scores, dict) else None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise JudgeError(f"the judge gave no number for {dim}: {answer[:200]!r}")
-        grades[dim] = max(0, min(5, round(value)))
+        if not 0 <= value <= 5:
+            raise JudgeError(
+                f"the judge graded {dim} {value}, outside the scale 0-5: {answer[:200]!r}"
+            )
+        grades[dim] = round(value)
     rationale = doc.get("rationale")
     return grades, rationale if isinstance(rationale, str) else ""
 
@@ -411,7 +429,12 @@ def judge_session(
 
         messages = redact_messages(messages)  # whole, before render_transcript clips them
         probes = _outside_secrets(probes, originals)
-    answerer = _model(options.answer_model or options.model, options, options.max_input_tokens)
+    answerer = _model(
+        options.answer_model or options.model,
+        options,
+        options.max_input_tokens,
+        "--answer-model" if options.answer_model else "--judge",
+    )
     judge = _model(options.model, options)
     asked = [f"CONTEXT:\n\n\nQUESTION: {q}" for q, _ in QUESTION_TYPES.values()]
     fixed = max(answerer.counter.count(_ANSWER_SYSTEM + q) for q in asked) + 16

@@ -64,6 +64,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from compactctl.layers.text_rules.cjk import normalize_cjk_punct
 from compactctl.model import Event, Message, is_real_user
 from compactctl.summarize.extractive.failures import (
     error_lines,
@@ -158,12 +159,22 @@ class Probe:
 
 
 def normalise(text: str) -> str:
-    """The comparison form of a text: case folded, every whitespace run one space.
+    """The comparison form of a text: case folded, every whitespace run one space, and
+    full-width CJK punctuation in its ASCII form (``，。：（）`` as ``,.:()``).
+
+    The punctuation is mapped by the ``rules`` layer's own ``cjk_punct`` rule
+    (:func:`~compactctl.layers.text_rules.cjk.normalize_cjk_punct`, its one table), so a
+    message that rule rewrote still holds the probes of the message as written. Only a
+    text with a non-ASCII character is searched for that punctuation (``str.isascii`` is
+    one flag test), and only a text holding some is translated.
 
     >>> normalise("  Do NOT\\n\\tadd  deps ")
     'do not add deps'
+    >>> normalise("不要修改 harborlog.parser 的公共接口，计费服务（和导出服务）都在用它")
+    '不要修改 harborlog.parser 的公共接口,计费服务(和导出服务)都在用它'
     """
-    return " ".join(text.casefold().split())
+    folded = " ".join(text.casefold().split())
+    return folded if folded.isascii() else normalize_cjk_punct(folded)
 
 
 CODE_KINDS = frozenset({"command", "file_path", "identifier"})

@@ -373,6 +373,8 @@ class LiteLLMSummarizer:
         max_input_tokens: the model's input window in tokens; default: litellm's bundled
             model table (:func:`~compactctl.tokens.context_window_for`), else
             :data:`DEFAULT_INPUT_TOKENS` with a warning.
+        option: the command-line option that names this model, for the hints of its
+            configuration errors (``--model``; ``eval``'s ``--judge``, ``--answer-model``).
 
     Attributes:
         calls: requests sent so far (map, reduce and retry requests included).
@@ -392,6 +394,7 @@ class LiteLLMSummarizer:
     completion_kwargs: Mapping[str, Any] = field(default_factory=dict)
     redact: bool = True
     max_input_tokens: int | None = None
+    option: str = "--model"
     counter: TokenCounter = field(init=False, repr=False)
     calls: int = field(init=False, default=0)
 
@@ -436,14 +439,13 @@ class LiteLLMSummarizer:
         except (litellm.exceptions.AuthenticationError, litellm.exceptions.NotFoundError) as exc:
             # configuration, not a transient failure: exit 2, not counted by the breaker
             raise UsageError(
-                f"model {self.name}: {type(exc).__name__}: {_short(exc)}. Check the model "
-                "name and the provider's API key variable (e.g. OPENAI_API_KEY)"
+                f"model {self.name}: {type(exc).__name__}: {_short(exc)}. "
+                f"{self._config_hint(litellm, check=True)}"
             ) from exc
         except Exception as exc:  # litellm maps provider errors onto its own exception types
             if _looks_like_config(exc):
                 raise UsageError(
-                    f"model {self.name}: {_short(exc)}. Set the provider's API key variable "
-                    "(e.g. OPENAI_API_KEY) or pass --model with a provider prefix"
+                    f"model {self.name}: {_short(exc).rstrip('.')}. {self._config_hint(litellm)}"
                 ) from exc
             raise SummarizerError(
                 f"model {self.name} failed: {type(exc).__name__}: {_short(exc)}"
@@ -455,6 +457,28 @@ class LiteLLMSummarizer:
         if not isinstance(content, str) or not content.strip():
             raise SummarizerError(f"model {self.name} returned an empty answer")
         return content
+
+    def _config_hint(self, litellm: Any, *, check: bool = False) -> str:
+        """What to do about a configuration error of this model, naming :attr:`option`:
+        set the API key variables litellm finds missing for it
+        (``litellm.validate_environment``: ``OPENAI_API_KEY`` for ``openai/...``); else
+        check or set the provider's key and, for a name without a provider prefix, pass
+        one. ``check``: the provider refused the call (a wrong key or model name)."""
+        try:
+            missing = litellm.validate_environment(model=self.name).get("missing_keys") or []
+        except Exception:  # an unknown provider: no key to name
+            missing = []
+        named = f"{self.option} {self.name}"
+        if missing:
+            keys = " and ".join(missing)
+            hint = f"{named} needs {keys}, which the environment does not set: set it"
+        elif check:
+            hint = f"Check {named} and the provider's API key variable (e.g. OPENAI_API_KEY)"
+        else:
+            hint = f"Set the API key variable of {named}'s provider (e.g. OPENAI_API_KEY)"
+        if not missing and "/" not in self.name:
+            hint += f", or pass {self.option} the model with its provider prefix (openai/...)"
+        return hint
 
     # -- fitting the window
 

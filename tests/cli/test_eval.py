@@ -183,6 +183,13 @@ def test_a_failed_judge_keeps_the_probe_results_and_exits_3(tmp_path: Path, monk
         table.stdout
     )
     assert "probes: 36 of 36 kept, retention 1.00" in table.stdout
+    assert f"compactctl: {nothing}: below the minimum: retention 0 < 1" in table.stderr
+    # so does --json, whose totals still name the file below the gate (the README says so)
+    r = CliRunner().invoke(app, [*args, "--min-retention", "1", "--json", path, nothing])
+    assert r.exit_code == 3
+    totals = json.loads(r.stdout)["totals"]
+    assert totals["belowMin"] == [{"path": nothing, "gate": "retention 0 < 1"}]
+    assert (totals["failed"], totals["changed"]) == (0, 1)
     # a configuration problem (no key) is exit 2, and the probe results still stand
     auth = litellm.AuthenticationError("no key", llm_provider="openai", model="gpt-4o-mini")
     FakeModel(monkeypatch, default=auth)
@@ -220,6 +227,54 @@ def test_after_compact_and_against_a_materialized_output(tmp_path: Path):
     r = run_cli("eval", "--estimate", "--min-retention", "0.9", str(ctx))
     assert r.returncode == 3 and r.stdout == b""
     assert b"an effective context, not a log" in r.stderr and b"--against ORIGINAL" in r.stderr
+
+
+def test_cjk_punctuation_the_rules_layer_rewrote_is_still_the_same_text(tmp_path: Path):
+    """The review's repro: ``compact --layers all`` (no summary written) on cjk-s3, whose
+    ``rules`` layer writes the user's ，。：（） as ,.:(); before, eval lost the first and
+    the latest request and the 3 user constraints (retention 0.85)."""
+    src = tmp_path / "s.jsonl"
+    src.write_bytes((SAMPLES / "cjk-s3.canonical.jsonl").read_bytes())
+    done = run_cli("compact", "--layers", "all", "--estimate", "--no-store", str(src))
+    assert done.returncode == 0, done.stderr
+    assert b"appended rules -" in done.stderr and b"summary unchanged" in done.stderr
+    code, doc = _json(str(src))
+    (entry,) = doc["files"]
+    assert code == 0 and entry["tokensAfter"] < entry["tokensBefore"]
+    by_kind = entry["probes"]["byKind"]
+    for kind in ("first_request", "latest_request", "user_constraint"):
+        assert by_kind[kind]["kept"] == by_kind[kind]["total"] > 0, kind
+    assert (entry["probes"]["total"], entry["probes"]["retention"]) == (33, 1.0)
+    assert entry["probes"]["lost"] == []
+
+
+def test_against_another_sessions_transcript_is_refused(tmp_path: Path):
+    """The review's repro: ``--against`` cjk-s3 for an output made from small-s1 exited 0
+    with retention 0.09. Both record a session id (a materialized output keeps its
+    input's session event), and they differ: refused, naming both files."""
+    src = tmp_path / "s1.jsonl"
+    src.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    _materialize("X.ctx.jsonl", "s1.jsonl", cwd=tmp_path)
+    other = str(SAMPLES / "cjk-s3.canonical.jsonl")
+    r = run_cli("eval", "--estimate", "--against", other, "X.ctx.jsonl", cwd=tmp_path)
+    assert r.returncode == 3 and r.stdout == b""
+    assert r.stderr.decode() == (
+        f"compactctl: X.ctx.jsonl: --against {other} is another session (session id "
+        "ea7b5bf5-5eb5-41a4-a163-63698b529b4a; X.ctx.jsonl records "
+        "1027c4d1-c386-4bc4-8d61-3e30d8f16adf): its probes would be looked for in another "
+        "session's context, which measures nothing; pass --against the transcript "
+        "X.ctx.jsonl was made from (its session event has sessionId "
+        "1027c4d1-c386-4bc4-8d61-3e30d8f16adf)\n"
+    )
+    code, doc = _json("--against", "s1.jsonl", "X.ctx.jsonl", cwd=tmp_path)
+    assert code == 0 and doc["files"][0]["probes"]["retention"] == 1.0
+    # an original that records no session id (an OpenAI messages array) is taken as given
+    lines = [json.loads(line) for line in src.read_text().splitlines()]
+    said = [{"role": d["role"], "content": d["content"]} for d in lines
+            if d["type"] == "message" and d["role"] in ("system", "user")]  # fmt: skip
+    (tmp_path / "s1.openai.json").write_text(json.dumps(said))
+    code, doc = _json("--against", "s1.openai.json", "X.ctx.jsonl", cwd=tmp_path)
+    assert code == 0 and doc["files"][0]["probes"]["total"] > 0
 
 
 def test_compare_side_by_side():

