@@ -130,8 +130,7 @@ def parse_configs(specs: Sequence[str]) -> tuple[Config, ...]:
             if not sep or name is None:
                 what = "is not KEY=VALUE" if not sep else f"names no setting ({key.strip()!r})"
                 raise UsageError(
-                    f"--compare {spec!r}: {item!r} {what}; KEY is one of "
-                    + ", ".join(sorted(KEYS))
+                    f"--compare {spec!r}: {item!r} {what}; KEY is one of " + ", ".join(sorted(KEYS))
                 )
             values.append((name, _value(fields[name], raw.strip(), spec)))
         if not values:
