@@ -418,11 +418,14 @@ def _refuse_another_session(session: Session, original: Session, where: str) -> 
     or not, keeps its input's) and the ids differ, the probes of one session would be
     looked for in another's context, and the retention would measure nothing. A file
     without a session id (an OpenAI messages array, a bare list of messages) is taken as
-    given.
+    given, and so is one in an agent's format: ``compact --as native`` writes a new session
+    of its own id (:mod:`compactctl.io.native`), so only canonical files are compared.
 
     Raises:
         InputError: both ids known and different (the message names both files and ids).
     """
+    if session.format != "canonical":  # an agent's own session: a native one has a new id
+        return
     ids = [
         e.data.get("sessionId") if (e := s.session_event) is not None else None
         for s in (session, original)
