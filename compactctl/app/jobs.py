@@ -42,7 +42,7 @@ from compactctl.errors import (
     UsageError,
 )
 from compactctl.io.export import framed, materialized_lines
-from compactctl.io.files import STDIN, TORN_WAIT, is_stream, write_unless_same
+from compactctl.io.files import STDIN, TORN_WAIT, is_stream, same_file, write_unless_same
 from compactctl.io.jsonl import dump_events
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.io.native import AS_NATIVE, RESUMABLE, native_format
@@ -324,7 +324,7 @@ def _write(
         return result, 0
     target = out.output
     stream = is_stream(path)
-    if target is not None and target != STDIN and not stream and _same_file(path, target):
+    if target is not None and target != STDIN and not stream and same_file(path, target):
         raise UsageError(
             "-o names the input itself; write to another file (compactctl never rewrites a "
             "transcript), or omit -o to append to a canonical transcript in place",
@@ -359,13 +359,6 @@ def _write(
     )
     result["changed"] = done.written > 0
     return result, done.bytes_written
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 # --- the store ------------------------------------------------------------------------------

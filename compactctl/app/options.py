@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from compactctl.app.config import KNOWN_KEYS, Settings, to_bool
 from compactctl.errors import UsageError
-from compactctl.io.files import STDIN, Walk, is_stream, walk
+from compactctl.io.files import STDIN, Walk, is_stream, same_file, walk
 from compactctl.io.native import AS_NATIVE
 from compactctl.io.remote import is_url
 
@@ -194,7 +194,7 @@ def output_options(
                 "(-o DIR/) to write one file per input, or omit -o to append in place"
             )
         for f in files:
-            if output is not None and f != STDIN and _same_path(f, output):
+            if output is not None and f != STDIN and same_file(f, output):
                 raise UsageError(
                     f"-o names the input {f} itself; write to another file (compactctl never "
                     "rewrites a transcript), or omit -o to append to a canonical one in place"
@@ -205,7 +205,7 @@ def output_options(
             if clash:
                 raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
             for f, t in zip(files, targets, strict=True):
-                if f != STDIN and _same_path(f, t):
+                if f != STDIN and same_file(f, t):
                     raise UsageError(
                         f"-o {output_dir} would overwrite the input {f}; use another dir"
                     )
@@ -228,13 +228,6 @@ def output_options(
     fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents", "filters")}
     fields.update(output=output, output_dir=output_dir, roots=roots or None)
     return resolve(OutputOptions, fields, settings)
-
-
-def _same_path(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def data_on_stdout(out: OutputOptions, paths: list[str]) -> bool:

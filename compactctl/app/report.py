@@ -424,12 +424,19 @@ def _verb(r: dict[str, Any], done: str, would: str) -> str:
     if written != r["path"]:
         dest = "stdout" if written == STDIN else written
         source = "" if r["path"] == STDIN else "source unchanged; "
-        where = "written to"
-        if materialized:
-            size = r.get("tokensWritten")
-            where = "effective context" + (f" of {size} tokens" if size else "") + " written to"
+        where = f"{_materialized(r)} written to" if materialized else "written to"
         return f"({source}{where} {dest}) {done}"
     return done
+
+
+def _materialized(r: dict[str, Any]) -> str:
+    """What ``--materialize`` wrote, with its size when known.
+
+    >>> _materialized({"tokensWritten": 2282}), _materialized({})
+    ('effective context of 2282 tokens', 'effective context')
+    """
+    size = r.get("tokensWritten")
+    return "effective context" + (f" of {size} tokens" if size else "")
 
 
 def _unchanged(r: dict[str, Any], why: str) -> str:
@@ -443,9 +450,7 @@ def _unchanged(r: dict[str, Any], why: str) -> str:
         return f"{r['path']}: unchanged: {why}"
     dest = "stdout" if written == STDIN else written
     if r.get("materialized"):
-        size = r.get("tokensWritten")
-        what = "effective context" + (f" of {size} tokens" if size else "")
-        return f"{r['path']}: unchanged ({what} written to {dest}): {why}"
+        return f"{r['path']}: unchanged ({_materialized(r)} written to {dest}): {why}"
     return f"{r['path']}: unchanged (written to {dest} with no new events): {why}"
 
 

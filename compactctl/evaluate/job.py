@@ -44,7 +44,7 @@ from compactctl.evaluate.report import (
     eval_table,
     gate_failures,
 )
-from compactctl.io.files import STDIN
+from compactctl.io.files import STDIN, same_file
 from compactctl.model import Message, acyclic
 from compactctl.replay import View
 from compactctl.session import Session
@@ -223,7 +223,7 @@ def original_for(path: str, against: str, roots: tuple[str, ...] = ()) -> str:
             are named: pass ``--against`` the file).
     """
     if not os.path.isdir(against):
-        if path != STDIN and against != STDIN and _same_file(path, against):
+        if path != STDIN and against != STDIN and same_file(path, against):
             raise InputError(
                 f"--against {against} is the file evaluated itself: pass the transcript it "
                 "was made from",
@@ -241,19 +241,19 @@ def original_for(path: str, against: str, roots: tuple[str, ...] = ()) -> str:
             isinstance(source, str)
             and os.path.isfile(source)
             and _inside(source, against)
-            and not _same_file(source, path)
+            and not same_file(source, path)
         ):  # named from ``against``, as the other originals are
             return os.path.join(against, os.path.relpath(*map(os.path.realpath, (source, against))))
     name = mirrored_name(path, roots)
     named = _originals(against, os.path.abspath(against))
-    matches = [c for c in named.get(name, ()) if path == STDIN or not _same_file(c, path)]
+    matches = [c for c in named.get(name, ()) if path == STDIN or not same_file(c, path)]
     if not matches and all(os.path.relpath(path, r).startswith(os.pardir) for r in roots):
         matches = [
             c
             for n, found_paths in named.items()
             if os.path.basename(n) == name
             for c in found_paths
-            if path == STDIN or not _same_file(c, path)
+            if path == STDIN or not same_file(c, path)
         ]
     if len(matches) > 1:
         raise InputError(
@@ -285,13 +285,6 @@ def _originals(folder: str, where: str) -> dict[str, list[str]]:
     for f in files:
         named.setdefault(mirrored_name(f, (folder,)), []).append(f)
     return named
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _inside(path: str, folder: str) -> bool:

@@ -48,14 +48,15 @@ __all__ = [
     "READ_ERRORS",
     "STDIN",
     "TORN_WAIT",
+    "Walk",
     "append_events",
     "discover",
     "is_stream",
     "open_input",
-    "read_error",
     "read",
+    "read_error",
+    "same_file",
     "walk",
-    "Walk",
     "write_output",
     "write_unless_same",
 ]
@@ -102,6 +103,15 @@ class NoTranscripts(InputError):
 DOCUMENT_SUFFIXES = (".json", ".traj", ".md")
 """Whole-document transcripts a folder run finds when asked (``discover(documents=True)``):
 JSON documents and Aider's markdown history (``.aider.chat.history.md``)."""
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (device and inode: links, ``..`` and
+    symbolic links seen through); ``False`` when either cannot be looked at."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def recognised_document(path: Path) -> bool:
