@@ -28,6 +28,7 @@ __all__ = [
     "eval_row",
     "eval_sections",
     "gate_cell",
+    "judge_part",
     "probes_line",
 ]
 
@@ -47,7 +48,8 @@ def eval_row(entry: dict[str, Any], *, below: bool) -> dict[str, Any]:
     Returns:
         ``{"total", "kept", "retention", "byKind": {KIND: (kept, total)} (kinds with
         probes, in the entry's order), "lost": [(kind, text, line), ...] (the first
-        :data:`LOST_SHOWN`), "lostMore": int, "below": bool, "gates": [str]}``.
+        :data:`LOST_SHOWN`), "lostMore": int, "below": bool, "gates": [str], "judge":
+        dict | None}`` (``judge``: :func:`judge_part`).
 
     >>> row = eval_row({"probes": {"total": 2, "kept": 1, "retention": 0.5,
     ...     "byKind": {"command": {"total": 2, "kept": 1}, "error": {"total": 0, "kept": 0}},
@@ -72,7 +74,33 @@ def eval_row(entry: dict[str, Any], *, below: bool) -> dict[str, Any]:
         "lostMore": max(0, len(lost) - LOST_SHOWN),
         "below": below,
         "gates": [str(g) for g in entry.get("belowMin") or []],
+        "judge": judge_part(entry.get("judge")),
     }
+
+
+def judge_part(judge: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The ``--judge`` part of a row, from the entry's ``judge``
+    (:func:`compactctl.evaluate.judge.judge_entry`): ``None`` without ``--judge``; else
+    ``{"model", "answerModel", "scores": {DIMENSION: grade 0-5}, "overall"}``, or, when the
+    judge failed, ``{"model", "answerModel", "error": message}`` (clipped to
+    :data:`TEXT_CHARS`; the probe results of the row stand).
+
+    >>> judge_part({"model": "m", "answerModel": "a", "error": {"code": "input",
+    ...     "exitCode": 3, "message": "--judge model m failed: boom"}})
+    {'model': 'm', 'answerModel': 'a', 'error': '--judge model m failed: boom'}
+    >>> judge_part({"model": "m", "answerModel": "m", "scores": {"accuracy": 4.5},
+    ...     "overall": 4.5, "byType": {}, "questions": []})["scores"]
+    {'accuracy': 4.5}
+    """
+    if not judge:
+        return None
+    from compactctl.text import clip
+
+    head = {"model": judge.get("model"), "answerModel": judge.get("answerModel")}
+    if "error" in judge:
+        message = " ".join(str(judge["error"].get("message", "")).split())
+        return {**head, "error": clip(message, TEXT_CHARS)}
+    return {**head, "scores": dict(judge.get("scores") or {}), "overall": judge.get("overall")}
 
 
 def gate_cell(row: dict[str, Any]) -> str | None:
@@ -152,8 +180,9 @@ def _by_kind(kept: int, total: int) -> str:
 def eval_sections(rows: list[dict[str, Any]]) -> list[Section]:
     """The tables after the files table: retention per kind (a column per kind that has
     probes in the run, ``retention (kept/total)``, ``-`` for a file with none of it, then
-    the run's total), and the lost probes (file, line, kind, text; the first
-    :data:`LOST_SHOWN` of each file, then how many more). Empty when no file was evaluated."""
+    the run's total), the lost probes (file, line, kind, text; the first
+    :data:`LOST_SHOWN` of each file, then how many more), and, after ``--judge``, the
+    judge's grades (:func:`_judge_section`). Empty when no file was evaluated."""
     from compactctl.evaluate.probes import KINDS
 
     evaluated = [(str(r["path"]), r["eval"]) for r in rows if "eval" in r]
@@ -182,4 +211,49 @@ def eval_sections(rows: list[dict[str, Any]]) -> list[Section]:
     columns = [("file", False), ("line", True), ("kind", False), ("probe", False)]
     note = "" if lost else "No probe was lost."
     out.append(Section("Lost probes", "lost", columns, lost, note))
+    judged = [(path, p["judge"]) for path, p in evaluated if p.get("judge")]
+    if judged:
+        out.append(_judge_section(judged))
     return out
+
+
+def _judge_section(judged: list[tuple[str, dict[str, Any]]]) -> Section:
+    """The ``--judge`` table: per file, the judge (and the answering model when another),
+    its grade 0-5 per dimension and overall; a failed judge's row says why; then the mean
+    over the graded files (``eval --json``'s ``totals.judge``: the mean of each dimension,
+    rounded to 2 places)."""
+    from compactctl.evaluate.judge import DIMENSIONS
+
+    dims = list(DIMENSIONS)
+    rows: list[list[str]] = []
+    sums: dict[str, list[float]] = {}
+    for path, part in judged:
+        model = str(part["model"])
+        if part.get("answerModel") not in (None, part["model"]):
+            model += f" (answers: {part['answerModel']})"
+        if "error" in part:
+            rows.append([path, model, *("-" for _ in dims), f"failed: {part['error']}"])
+            continue
+        scores = part["scores"]
+        for d in dims:
+            if scores.get(d) is not None:
+                sums.setdefault(d, []).append(float(scores[d]))
+        rows.append([path, model, *(_grade(scores.get(d)) for d in dims),
+                     _grade(part.get("overall"))])  # fmt: skip
+    if sums:
+        means = {d: round(sum(v) / len(v), 2) for d, v in sums.items()}
+        overall = round(sum(means.values()) / len(means), 2)
+        rows.append(["all files", "", *(_grade(means.get(d)) for d in dims), _grade(overall)])
+    failed = sum("error" in part for _, part in judged)
+    note = (
+        f"The judge failed on {failed:,} file{'s' if failed != 1 else ''}: its probe results stand."
+        if failed
+        else ""
+    )
+    columns = [("file", False), ("judge", False), *((d, True) for d in dims), ("overall", True)]
+    return Section("Judge (grades 0-5)", "judge", columns, rows, note)
+
+
+def _grade(value: Any) -> str:
+    """A grade 0-5 as the judge's table prints it (2 places), ``-`` when not given."""
+    return "-" if value is None else f"{float(value):.2f}"

@@ -261,6 +261,7 @@ class EvalTotals:
         self.counts = ProbeCounts()
         self.below: list[dict[str, Any]] = []
         self.judge: dict[str, list[float]] = {}
+        self.judge_failed = 0
 
     def add(self, result: FileEval) -> None:
         """Count one file's result."""
@@ -272,13 +273,16 @@ class EvalTotals:
         for dim, score in ((result.judge or {}).get("scores") or {}).items():
             if score is not None:
                 self.judge.setdefault(dim, []).append(score)
+        self.judge_failed += result.judge is not None and "error" in result.judge
 
     def to_json(self) -> dict[str, Any]:
         """The eval part of the totals (after :meth:`compactctl.app.report.Report.totals`,
         which has the files by outcome, the token counts and the errors): ``{"ratio",
         "probes": {"total", "kept", "retention", "byKind"}, "belowMin": [{"path", "gate"}]}``,
-        plus ``"judge": {DIMENSION: mean}`` after ``--judge`` (the mean over files of each
-        file's mean score)."""
+        plus, after ``--judge``, ``"judge": {DIMENSION: mean}`` (the mean over the graded
+        files of each file's mean score; absent when none was graded) and ``"judgeFailed"``
+        (the files whose judge failed: their probe results are counted, their grades are
+        not)."""
         doc: dict[str, Any] = {
             "ratio": share(self.tokens_after, self.tokens_before),
             "probes": self.counts.to_json(),
@@ -286,6 +290,8 @@ class EvalTotals:
         }
         if self.judge:
             doc["judge"] = {d: round(sum(v) / len(v), 2) for d, v in self.judge.items()}
+        if self.judge or self.judge_failed:
+            doc["judgeFailed"] = self.judge_failed
         return doc
 
 

@@ -283,3 +283,53 @@ def test_eval_html_page_in_a_headless_browser(evaluated: Path) -> None:
     assert lost[-1].split("\t")[-1] == "and 31 more (compactctl eval -v lists them all)"
     assert len(lost) == 6 and leaked == [None, 0]
     assert requests == [(evaluated / "eval.html").resolve().as_uri()]
+
+
+def test_eval_pages_give_the_judges_grades(evaluated: Path, monkeypatch) -> None:
+    """``eval --judge --report``: a table of each file's grades per dimension and overall, a
+    failed judge's row saying why (its probe results still in the other tables), the mean of
+    the graded files, on the Markdown page and the HTML page; ``--json`` counts the failed
+    judges in ``totals.judgeFailed``."""
+    import json
+
+    import litellm
+    from typer.testing import CliRunner
+
+    from compactctl.cli import app
+    from tests.fakes import FakeModel, judge_grades
+
+    boom = litellm.InternalServerError("boom", llm_provider="openai", model="gpt-4o-mini")
+    # odd.jsonl first: its 4 questions answered and graded; then every call fails (s1.jsonl)
+    FakeModel(monkeypatch, *["an answer", judge_grades(accuracy=5)] * 4, default=boom)
+    monkeypatch.chdir(evaluated)
+    args = ["eval", "--estimate", "--jobs", "1", "--judge", "openai/gpt-4o-mini"]
+    r = CliRunner().invoke(app, [*args, "--json", "--report", "eval.md", "odd.jsonl", "s1.jsonl"])
+    assert r.exit_code == 3, r.stderr  # a failed judge: exit 3, the probe results stand
+    totals = json.loads(r.stdout)["totals"]  # one failed judge counted, the graded averaged
+    assert totals["judgeFailed"] == 1 and totals["judge"]["accuracy"] == 5.0
+    lines = (evaluated / "eval.md").read_text().splitlines()
+    at = lines.index("#### Judge (grades 0-5)")
+    failed = (
+        "failed: --judge model openai/gpt-4o-mini failed: InternalServerError: "
+        "litellm.InternalServerError: boom"
+    )
+    # odd.jsonl: accuracy 5 on each of the 4 questions, every other dimension 3: overall
+    # (5 + 5 * 3) / 6 = 3.33; the mean of the graded files is odd.jsonl's own
+    assert lines[at + 2 : at + 8] == [
+        "| file | judge | accuracy | contextAwareness | artifactTrail | completeness "
+        "| continuity | instructionFollowing | overall |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| odd.jsonl | openai/gpt-4o-mini | 5.00 | 3.00 | 3.00 | 3.00 | 3.00 | 3.00 | 3.33 |",
+        f"| s1.jsonl | openai/gpt-4o-mini | - | - | - | - | - | - | {failed} |",
+        "| all files |  | 5.00 | 3.00 | 3.00 | 3.00 | 3.00 | 3.00 | 3.33 |",
+        "",
+    ]
+    assert lines[at + 8] == "The judge failed on 1 file: its probe results stand."
+    assert "| s1.jsonl | ok | 1 | 36 of 36 | 7,320 | 7,320 | 0 |" in lines
+    # the HTML page: the same table, in #judge
+    FakeModel(monkeypatch, *["an answer", judge_grades(accuracy=5)] * 4, default=boom)
+    r = CliRunner().invoke(app, [*args, "--report", "eval.html", "odd.jsonl", "s1.jsonl"])
+    assert r.exit_code == 3, r.stderr
+    page = _Page()
+    page.feed((evaluated / "eval.html").read_text())
+    assert "Judge (grades 0-5)" in page.text and failed in page.text
