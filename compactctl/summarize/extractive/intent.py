@@ -379,11 +379,26 @@ def spoken_by_user(message: Mapping[str, Any], text: str) -> bool:
     return not text.lstrip().startswith(NOT_SPOKEN_PREFIXES)
 
 
+_NOT_AFTER_ONLY = (
+    r"the|a|an|one|two|three|four|five|half|part|partly|some|few|\d+|this|that|these|those|"
+    r"it|its|i|we|you|he|she|they|my|our|your|his|her|their|"
+    r"when|if|after|before|then|once|now|because|since|as|so|in|on|at|for|with|by|about|"
+    r"around|recently|yesterday|today|slightly"
+)
+"""Words after an opening "only" that make it say which, how many or when (a determiner,
+a number, a pronoun, a conjunction or preposition of time or cause), not what the user
+allows: the sentence is no standing rule by its opening (:data:`_STANDING_START_RE`)."""
 _STANDING_START_RE = re.compile(
-    r"^(?:(?:please|and|also|but|so|just)[,\s]+)?(?:always|only|keep|stay|avoid|without|must)\b"
+    r"^(?:(?:please|and|also|but|so|just)[,\s]+)?"
+    rf"(?:always|only(?!\s+(?:{_NOT_AFTER_ONLY})\b)|keep|stay|avoid|without|must)\b"
     r"|^(?:必须|务必|只能|保持|保留|始终|一律)",
     re.IGNORECASE,
 )
+"""A sentence that opens with a standing rule: "always", "only" followed by what it allows
+("Only touch src/", "Only use the stdlib"; not when "only" says how many, which or when:
+"Only the second test fails", "Only 3 tests fail now", "Only then did it work": the
+words of :data:`_NOT_AFTER_ONLY`), "keep", "stay", "avoid", "without", "must", and their
+Chinese forms."""
 _TASK_START_RE = re.compile(
     r"^(?:(?:please|and|also|then|now|first|next)[,\s]+)?"
     r"(?:add|fix|write|create|implement|make|update|run|change|rename|move|remove|delete|"
@@ -423,7 +438,8 @@ def states_constraint(sentence: str) -> bool:
     for the whole session, never a task.
 
     - a prohibition anywhere ("do not", "never", "must not", "no new", 不要 ...) is one;
-    - a sentence that opens with "always", "only", "keep", "avoid", "must", 必须 ... is one;
+    - a sentence that opens with "always", "only", "keep", "avoid", "must", 必须 ... is one
+      (:data:`_STANDING_START_RE`: not "Only the second test fails");
     - another constraint word (:func:`compactctl.text.constraint_re`: "must", "keep",
       "make sure" ...) makes one unless the sentence opens with a task verb ("Add a record
       ... and make sure validation rejects it" is a task);
@@ -441,6 +457,8 @@ def states_constraint(sentence: str) -> bool:
     True
     >>> states_constraint("Step 3: keep going."), states_constraint("Keep going, never ask.")
     (False, True)
+    >>> states_constraint("Only touch src/."), states_constraint("Only the second test fails.")
+    (True, False)
     """
     # Each unanchored regex below runs only when the sentence holds one of its words (the
     # body is a substring of the sentence): ~20 µs of case-insensitive searches a sentence

@@ -55,6 +55,7 @@ def _summarize(messages: list[dict[str, Any]], prior: SummaryResult | None = Non
         "Keep src/legacy.py as it is.",
         "Without the `--since-days` flag the output must stay exactly as it is today.",
         "Only touch files under src/pager.",
+        "Please only use the standard library.",
         "不要修改公共接口。",
     ],
 )
@@ -71,6 +72,11 @@ def test_standing_instructions_are_constraints(sentence: str) -> None:
         "Fix the pager so the last entry stays on page one.",
         "Not now, but before the release, do not forget the migration note.",
         "The bug only shows up on page two.",
+        # "only" opening a statement of which, how many or when is no rule
+        "Only the second test fails.",
+        "Only 3 tests fail now.",
+        "Only then did the export work.",
+        "Only after the rebase I saw it.",
     ],
 )
 def test_tasks_are_not_constraints(sentence: str) -> None:
