@@ -28,6 +28,7 @@ from compactctl.errors import UsageError
 from compactctl.layers.base import EventLayer, LayerReport, Plan, plan_events
 from compactctl.layers.micro import NAMESPACE
 from compactctl.layers.options import DedupOptions
+from compactctl.layers.similarity import DuplicatePair
 from compactctl.model import CompactEvent, Event, Message, event_from_dict
 from compactctl.replay import View, reducer, tool_names
 from compactctl.session import Session
@@ -253,6 +254,7 @@ def _plan(
         min_chars=opts.min_chars,
         lsh_min_items=opts.lsh_min_items,
     )
+    pairs = _keeping_errors(pairs, dict(items))
     candidates = len(items)
     del items  # the texts of list contents are copies: let them go before counting tokens
     report = DedupReport(
@@ -302,6 +304,47 @@ def _plan(
     report.tokens_before, report.tokens_after, report.tokens_saved = before, after, before - after
     event.data["stats"] = {"tokensBefore": before, "tokensAfter": after, "groups": report.groups}
     return event, report
+
+
+def _keeping_errors(pairs: list[DuplicatePair], texts: dict[str, str]) -> list[DuplicatePair]:
+    """``pairs`` without the near-duplicates whose older text holds an error line
+    (:func:`~compactctl.layers.micro.salient_errors`) that the newer text does not (both
+    compared as :func:`~compactctl.layers.similarity.normalize` compares them): two
+    outputs that share boilerplate (``npm ci && npm run deploy`` failing with ``Error:
+    EACCES``, ``npm ci && npm test`` passing: 97% similar) are no duplicates, and a pointer
+    to the newer one would lose the error, which micro compaction itself keeps. The exact
+    copies of an older text kept this way point to its newest copy instead (similarity
+    1.0). ``texts``: the candidates' texts by uuid.
+
+    >>> from compactctl.layers.similarity import DuplicatePair as P
+    >>> texts = {"a": "x\\nError: disk full", "b": "x\\nok", "c": "x\\nError: disk full"}
+    >>> _keeping_errors([P("a", "b", 0.9, "near"), P("c", "b", 0.9, "near")], texts)
+    [DuplicatePair(older='a', newer='c', similarity=1.0, kind='exact')]
+    """
+    from compactctl.layers.micro import salient_errors
+    from compactctl.layers.similarity import normalize
+
+    errors: dict[str, list[str]] = {}  # by text: an output repeated is searched once
+    newers: dict[str, str] = {}  # normalized, by uuid
+    kept: list[DuplicatePair] = []
+    held: dict[str, list[str]] = {}  # normalized text -> the olders kept, oldest first
+    for p in pairs:
+        if p.kind == "near":  # an exact pair is the same normalized text
+            older = texts[p.older]
+            lines = errors.get(older)
+            if lines is None:
+                lines = errors[older] = [normalize(e) for e in salient_errors(older)]
+            if lines:
+                newer = newers.get(p.newer)
+                if newer is None:
+                    newer = newers[p.newer] = normalize(texts[p.newer])
+                if any(line not in newer for line in lines):
+                    held.setdefault(normalize(older), []).append(p.older)
+                    continue
+        kept.append(p)
+    for group in held.values():  # exact copies: each older one points to the newest
+        kept += [DuplicatePair(k, group[-1], 1.0, "exact") for k in group[:-1]]
+    return kept
 
 
 def dedup(

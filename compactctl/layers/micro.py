@@ -44,6 +44,7 @@ __all__ = [
     "micro",
     "plan_micro",
     "plan_micro_view",
+    "salient_errors",
     "salient_lines",
 ]
 
@@ -201,6 +202,25 @@ def _candidate_lines(text: str) -> list[int]:
         while i >= 0:
             i = text.find(hint, add(i))
     return sorted(starts)
+
+
+def salient_errors(text: str) -> list[str]:
+    """The error lines of ``text``, stripped, each once, in text order: the lines
+    :func:`salient_lines` ranks as errors or traceback frames (``Error: EACCES ...``,
+    ``Traceback ...``, ``E   assert ...``), not test results nor bare ``file:line``
+    references. ``dedup`` keeps an older output whose error lines the newer one lacks.
+
+    >>> salient_errors("added 120 packages\\nError: EACCES at deploy.js:41\\nTests: 3 passed")
+    ['Error: EACCES at deploy.js:41']
+    """
+    found: dict[str, None] = {}
+    for start in _candidate_lines(text):
+        end = text.find("\n", start)
+        line = text[start : len(text) if end < 0 else end]
+        stripped = line.strip()
+        if stripped and stripped not in found and _salient_rank(line.rstrip()) == 1:
+            found[stripped] = None
+    return list(found)
 
 
 def salient_lines(

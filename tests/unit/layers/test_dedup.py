@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from bench.gen_dups import exact_pairs, generate
 from compactctl.layers.dedup import DedupOptions, plan_dedup
-from compactctl.layers.similarity import jaccard, shingles
+from compactctl.layers.micro import salient_errors
+from compactctl.layers.similarity import jaccard, normalize, shingles
 from compactctl.model import Event
 from compactctl.replay import replay
 from tests.helpers import message
@@ -40,6 +41,47 @@ def test_dedup_semantics():
     assert tool_only is not None and tool_only.data["duplicateOf"] == {"t1": "t2"}
 
 
+def _npm(tail: str) -> str:
+    """An ``npm ci`` output of 120 install lines, then ``tail``."""
+    lines = [f"added package-{i}@1.{i}.0 from registry (resolved {i * 7} deps)" for i in range(120)]
+    return "\n".join([*lines, tail])
+
+
+def test_an_error_the_newer_output_lacks_is_never_pointed_away():
+    """Two commands whose outputs share 120 lines of boilerplate are 97% similar; the older
+    one failed (``Error: EACCES``), the newer passed: dedup keeps the failure (a pointer to
+    the passing run would lose the error), and still points a plain repeat of it, and an
+    older output whose error lines the newer one holds, at the newer copy."""
+    deploy = _npm("Error: EACCES: permission denied, open '/srv/app/current' at deploy.js:41")
+    test = _npm("Tests: 12 passed, 12 total")
+    log = [message("u1", "user", "Deploy the app and run the tests.")]
+    for i, (cmd, out) in enumerate(
+        [("npm ci && npm run deploy", deploy), ("npm ci && npm run deploy", deploy),
+         ("npm ci && npm test", test)], start=1,
+    ):  # fmt: skip
+        call = {"id": f"c{i}", "name": "bash", "arguments": {"command": cmd}}
+        log += [message(f"a{i}", "assistant", "", toolCalls=[call]),
+                message(f"t{i}", "tool", out, toolCallId=f"c{i}", toolName="bash")]  # fmt: skip
+    event, report = plan_dedup(log, DedupOptions(scope="tool"), timestamp=T)
+    assert event is not None
+    # t2 (the failure again) stays whole; t1, its exact repeat, points at t2, not at t3
+    assert event.data["duplicateOf"] == {"t1": "t2"}
+    assert event.data["params"]["similarity"] == {"t1": 1.0}
+    view = {m.uuid: m for m in replay(log + [event])}
+    assert view["t2"].content == deploy and view["t3"].content == test
+    # the error line in the newer output too: the older one is a duplicate again
+    fixed = _npm("Tests: 12 passed, 12 total\nError: EACCES: permission denied, open "
+                 "'/srv/app/current' at deploy.js:41")  # fmt: skip
+    log[-1] = message("t3", "tool", fixed, toolCallId="c3", toolName="bash")
+    event, _ = plan_dedup(log, DedupOptions(scope="tool"), timestamp=T)
+    assert event is not None and event.data["duplicateOf"] == {"t1": "t3", "t2": "t3"}
+
+
+def _holds_errors(newer: str, older: str) -> bool:
+    """Whether ``newer`` holds every error line of ``older`` (compared normalized)."""
+    return all(normalize(e) in normalize(newer) for e in salient_errors(older))
+
+
 def test_dedup_recall_and_precision_against_exact_jaccard():
     items, _ = generate(1200, seed=7)
     log: list[Event] = [message("u0", "user", "go")]
@@ -56,14 +98,18 @@ def test_dedup_recall_and_precision_against_exact_jaccard():
     event, report = plan_dedup(log, DedupOptions(scope="tool", min_chars=0), timestamp=T)
     assert event is not None
     dup = event.data["duplicateOf"]
+    texts = dict(items)
+    # the true pairs, but those whose older output holds an error line the newer lacks
+    # (dedup keeps them whole: test_an_error_the_newer_output_lacks_is_never_pointed_away)
     truth = exact_pairs(items, 0.6)
-    should = {older for older, _ in truth}
-    assert should, "the generated set must contain duplicates"
+    lacking = {o for o, n in truth if not _holds_errors(texts[n], texts[o])}
+    should = {older for older, _ in truth} - lacking
+    assert should and lacking, "the generated set must hold both sorts of duplicates"
     recall = len(should & set(dup)) / len(should)
     assert recall >= 0.98, recall
-    texts = dict(items)
     for older, newer in dup.items():  # precision 1.0: every reported pair verified
         assert jaccard(shingles(texts[older]), shingles(texts[newer])) >= 0.6
+        assert _holds_errors(texts[newer], texts[older])
 
 
 def test_the_replay_after_a_plan_gets_the_planned_context_and_sizes_agree():
