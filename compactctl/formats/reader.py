@@ -210,6 +210,7 @@ def to_canonical_events(
     if fmt is None:
         _refuse_mixed(path, name, ((e.line or 0, e.data) for e in _records(events)), "line")
     _refuse_many_conversations(path, name, ((e.line or 0, e.data) for e in _records(events)))
+    _refuse_many_sessions(path, name, ((e.line or 0, e.data) for e in _records(events)))
     bad = [e for e in events if isinstance(e, BadLine)]
     if bad:
         _check_bad_lines(path, name, bad, refuse=fmt is None, warn=warn)
@@ -238,6 +239,34 @@ def _refuse_many_conversations(
         '({"messages": [...]}): the file looks like a request log or a fine-tuning set, '
         "one conversation per line, not one session; compactctl reads one conversation "
         "per file (split the file, one conversation per file)",
+        path=path,
+    )
+
+
+def _refuse_many_sessions(path: str, name: str, records: Iterable[tuple[int, Any]]) -> None:
+    """Refuse a Claude Code file that holds a second conversation (two session files
+    concatenated, :func:`compactctl.formats.claude_code.sessions`), whatever ``--format``
+    says: its records would be read as abandoned branches of the first.
+
+    Raises:
+        InputError: names the line where the second conversation starts, both session
+            ids, and how to split the file.
+    """
+    if name != "claude-code":
+        return
+    from compactctl.formats.claude_code import sessions
+
+    second = sessions(r for r in records if isinstance(r[1], dict))[1]
+    if second is None:
+        return
+    start, root, first, other = second
+    raise InputError(
+        f"line {root} starts another conversation (session {other}: a root record, no "
+        f"parent) after session {first}: the file looks like two Claude Code session "
+        "files joined, and Claude Code keeps one session per file (a resumed session's "
+        f"records chain onto the earlier ones). Split it, one session per file: the "
+        f"second session's records start at line {start} (head -n {start - 1} FILE > "
+        f"first.jsonl; tail -n +{start} FILE > second.jsonl)",
         path=path,
     )
 
