@@ -33,6 +33,7 @@ __all__ = [
     "read_input",
     "read_transcript",
     "to_canonical_events",
+    "warn_skipped_lines",
 ]
 
 
@@ -275,27 +276,28 @@ def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, 
     """What the lines of a foreign JSON lines file that are not JSON objects mean
     (docs/formats.md section 8).
 
-    - blank lines and a torn last line (still being written): nothing here (``inspect``
-      reports a torn line);
-    - a complete line that opens like a JSON object but does not parse (a write cut off by a
-      crash, the resume goes on on the next line): skipped, and reported with its line
-      number in a :class:`~compactctl.errors.CompactWarning` (when ``warn``);
+    - blank lines: ignored;
+    - a torn last line (still being written, or a writer crashed) and a complete line that
+      opens like a JSON object but does not parse (a write cut off by a crash, the resume
+      goes on on the next line): skipped, and reported with their line numbers
+      (:func:`warn_skipped_lines`, when ``warn``; ``inspect`` lists them as findings);
     - any other line (text, a JSON array or string, bytes that are not UTF-8 and do not
       open like an object): the file is not JSON lines of this format, refused when
       ``refuse`` (the format was detected); with ``--format`` they are skipped and reported
       like cut-off lines.
 
-    The lines stay in the events (``BadLine``, after the imported events) as before.
+    The lines stay in the events (``BadLine``) for ``inspect``; a conversion never writes
+    them (:func:`compactctl.app.jobs.written_events`).
 
     Raises:
         InputError: ``refuse`` and a line that is neither; names it and how it starts.
     """
     cut: list[BadLine] = []
     for e in bad:
-        if e.problem in HARMLESS_PROBLEMS:
+        if e.problem == "blank":
             continue
         body = (e.raw or b"").removeprefix(BOM).lstrip(b" \t")
-        if e.problem != "not-object" and body.startswith(b"{"):
+        if e.problem == "torn" or (e.problem != "not-object" and body.startswith(b"{")):
             cut.append(e)
         elif refuse:
             raise InputError(
@@ -307,21 +309,36 @@ def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, 
             )
         else:
             cut.append(e)
-    if cut and warn:
-        import warnings
+    if warn:
+        warn_skipped_lines(path, cut, stacklevel=3)
 
-        from compactctl.errors import CompactWarning
 
-        where = ", ".join(str(e.line) for e in cut[:5]) + (", ..." if len(cut) > 5 else "")
-        many = len(cut) > 1
-        warnings.warn(
-            CompactWarning(
-                f"{path}: {len(cut)} line{'s' if many else ''} ({where}) "
-                f"{'are' if many else 'is'} not a JSON object ({_problem(cut[0])}); "
-                "skipped, not read as part of the conversation"
-            ),
-            stacklevel=2,
-        )
+def warn_skipped_lines(path: str, bad: Iterable[Event], *, stacklevel: int = 2) -> None:
+    """The one warning for the lines of a transcript that hold no event and are skipped
+    (a :class:`~compactctl.errors.CompactWarning`, printed on stderr by the CLI): the file,
+    how many, and the first three with what is wrong (malformed JSON, a torn last line, ...).
+    Blank lines are not named (ignored: docs/formats.md section 8). Nothing when none.
+
+    Used for a foreign file by the reader (:func:`_check_bad_lines`) and for a canonical
+    one by ``eval`` (:mod:`compactctl.evaluate.lines`), which replays its lines.
+    """
+    skipped = [e for e in bad if isinstance(e, BadLine) and e.problem != "blank"]
+    if not skipped:
+        return
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    shown = ", ".join(f"line {e.line} ({_problem(e)})" for e in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    many = len(skipped) > 1
+    warnings.warn(
+        CompactWarning(
+            f"{path}: {len(skipped)} line{'s' if many else ''} skipped, not read as part of "
+            f"the conversation: {shown}{more}; inspect lists {'them' if many else 'it'}"
+        ),
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _refuse_mixed(
@@ -357,7 +374,11 @@ def _problem(bad: BadLine) -> str:
     'a JSON list, not an object'
     >>> _problem(BadLine(b"{", 3, "malformed", "malformed JSON: unexpected end of data"))
     'malformed JSON'
+    >>> _problem(BadLine(b'{"a', 9, "torn", "last line has no newline (torn write)"))
+    'torn: the last line has no newline'
     """
+    if bad.problem == "torn":
+        return "torn: the last line has no newline"
     return "malformed JSON" if bad.problem == "malformed" else bad.detail or bad.problem
 
 
