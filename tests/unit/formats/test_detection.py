@@ -326,6 +326,41 @@ def test_a_stray_record_is_never_the_claude_code_leaf(tmp_path: Path) -> None:
     assert [(e["type"], e["sourceType"]) for e in stray] == [("foreign", "branch")]
 
 
+# --- an agent's output no reader reads ------------------------------------------------------
+
+OPENCODE = ROOT / "fixtures" / "real" / "opencode-1.18.33"
+
+
+@pytest.mark.parametrize("name", ["run-1.jsonl", "run-2.jsonl"])
+def test_opencode_run_stream_is_refused_with_how_to_export_it(name: str) -> None:
+    """``opencode run --format json`` output (a real one, opencode 1.18.33): refused as
+    before, and the refusal now says what it is and how to get a file compactctl reads
+    (docs/formats.md section 6 promised it; it only listed the known formats)."""
+    path = OPENCODE / name
+    hint = (
+        "It is the event stream of `opencode run --format json` (session "
+        "ses_dcdafc8d6ffe1FeEBEPkwUUyN4), which no reader reads: export the session with "
+        "`opencode export ses_dcdafc8d6ffe1FeEBEPkwUUyN4 > session.json` (where it ran) "
+        "and read that file. Known formats: "
+    )
+    with pytest.raises(InputError) as info:
+        load(str(path))
+    assert "unknown transcript format: the file looks like JSON lines of" in str(info.value)
+    assert hint in str(info.value)
+    for command in (["inspect"], ["convert", "--dry-run"], ["compact", "--force", "-o", "-"]):
+        proc = run_cli(*command, str(path))
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert hint in proc.stderr
+    # the export of that session is read
+    assert load(str(OPENCODE / "ses_dcdafc8d6ffe1FeEBEPkwUUyN4.json"))[0] == "opencode"
+
+
+def test_other_unknown_files_get_no_opencode_hint() -> None:
+    with pytest.raises(InputError) as info:
+        load(str(MISLEADING / "telemetry-envelopes.jsonl"))
+    assert "opencode" not in str(info.value).split("Known formats")[0]
+
+
 # --- two Claude Code sessions in one file ---------------------------------------------------
 
 SAMPLE_CLAUDE = ROOT / "fixtures" / "samples" / "small-s1.claude-code.jsonl"
