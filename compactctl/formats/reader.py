@@ -286,8 +286,9 @@ def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, 
       ``refuse`` (the format was detected); with ``--format`` they are skipped and reported
       like cut-off lines.
 
-    The lines stay in the events (``BadLine``) for ``inspect``; a conversion never writes
-    them (:func:`compactctl.app.jobs.written_events`).
+    The lines stay in the events (``BadLine``, after the imported events: :func:`_imported`)
+    for ``inspect``; a conversion never writes them, blank ones included
+    (:func:`compactctl.app.jobs.written_events`).
 
     Raises:
         InputError: ``refuse`` and a line that is neither; names it and how it starts.

@@ -649,6 +649,30 @@ def test_bad_lines_of_a_foreign_file_are_named_by_every_command_and_never_writte
     assert f["messages"] == 66
 
 
+def test_blank_lines_of_a_foreign_file_are_not_moved_to_the_end_of_its_conversion(
+    tmp_path: Path,
+) -> None:
+    """A blank line after every record (the review's ``v_blank.jsonl``): convert writes the
+    conversation as from the file without them, and no blank line (it used to write all
+    102 at the end of its output, after the conversation); nothing is warned (blank lines
+    are ignored, docs/formats.md section 8)."""
+    sample = SAMPLES / "small-s1.claude-code.jsonl"
+    lines = sample.read_bytes().splitlines(keepends=True)
+    path = tmp_path / "blank.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    r = _invoke("convert", "-o", str(tmp_path / "out.jsonl"), str(path))
+    assert r.exit_code == 0, r.stderr
+    assert "warning" not in r.stderr
+    got = (tmp_path / "out.jsonl").read_bytes().splitlines()
+    want = _invoke("convert", "-o", "-", str(sample)).stdout.encode().splitlines()
+    assert b"" not in got and len(got) == len(want) == 79
+    strip = lambda data: [  # noqa: E731  (line numbers differ: every other line is blank)
+        {k: v for k, v in orjson.loads(line).items() if k not in ("sourceLine", "uuid")}
+        for line in data
+    ]
+    assert strip(got) == strip(want)
+
+
 def test_format_reads_text_lines_as_skipped_and_says_so(tmp_path: Path) -> None:
     path = tmp_path / "chat.jsonl"
     path.write_bytes((MISLEADING / "chat-then-text.jsonl").read_bytes())
