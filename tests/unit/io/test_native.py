@@ -282,6 +282,40 @@ def test_native_session_id_follows_what_is_kept_gzip_and_subagents(tmp_path: Pat
     assert sorted(p.name for p in sub.iterdir()) == [Path(agent).name]
 
 
+def test_a_subagent_transcript_moved_out_of_its_folder_is_refused_by_its_records(
+    tmp_path: Path,
+) -> None:
+    """The writer's second check: a subagent's transcript outside ``subagents/`` (so the
+    folder check passes) with enough to compact, every conversation record ``isSidechain``
+    (the sample session made a subagent's: 66 messages, 6 turns). Refused, exit 2, nothing
+    written beside it; the same records as a main session are written. The shipped
+    subagent file has nothing to compact, so no test reached this check before."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    records = [
+        json.loads(line)
+        for line in (FIXTURES / "samples" / "small-s1.claude-code.jsonl").read_text().splitlines()
+    ]
+    for record in records:
+        if record["type"] in ("user", "assistant", "system", "attachment", "progress"):
+            record.update(isSidechain=True, agentId="a1b2c3d")
+    agent = folder / "agent-a1b2c3d.jsonl"
+    agent.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert len([e for e in Session.open(str(agent)).events if e.type == "message"]) == 66
+    refused = run_cli("compact", "--force", "--as", "native", "--no-store", str(agent))
+    assert refused.returncode == 2, refused.stderr
+    assert b"a subagent's transcript" in refused.stderr and b"compact its parent" in refused.stderr
+    assert [p.name for p in folder.iterdir()] == [agent.name]
+    main = folder / "main.jsonl"
+    main.write_bytes((FIXTURES / "samples" / "small-s1.claude-code.jsonl").read_bytes())
+    done = run_cli("compact", "--force", "--as", "native", "--no-store", "--json", str(main))
+    assert done.returncode == 0, done.stderr
+    new = json.loads(done.stdout)["files"][0]["resume"]["sessionId"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [agent.name, main.name, f"{new}.jsonl"]
+    )
+
+
 def test_codex_session_reads_back_as_written(tmp_path: Path) -> None:
     """compactctl reads its own Codex session as Codex resumes it: the ``compacted`` record,
     with nothing before it in the new file, is a ``summaryOf`` message holding the summary
