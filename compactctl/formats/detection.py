@@ -532,7 +532,7 @@ def unread_output(records: Sequence[dict[str, Any]]) -> str:
     the records are such; the session's export (``opencode export ID``) is read.
 
     >>> unread_output([{"type": "text", "timestamp": 1, "sessionID": "ses_1",
-    ...                 "part": {"type": "text", "text": "hi"}}])[:62]
+    ...                 "part": {"type": "text", "text": "hi"}}])[:63]
     'It is the event stream of `opencode run --format json` (session'
     """
     events = [
