@@ -48,7 +48,7 @@ from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 from compactctl.io.native import AS_NATIVE, RESUMABLE, native_format
 from compactctl.io.remote import is_url
 from compactctl.layers.undo import plan_live
-from compactctl.model import Event, acyclic
+from compactctl.model import BadLine, Event, acyclic
 from compactctl.replay import replay
 from compactctl.session import Session
 from compactctl.tokens import prompt_tokens
@@ -208,7 +208,7 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
 
     Returns:
         ``{"path", "format", "events", "output", "changed"}``: the detected (or given)
-        format, the number of canonical events, the target (``-`` for stdout), and whether
+        format, the number of canonical events written, the target (``-`` for stdout), and whether
         the canonical form differs from the source (``False`` for a canonical source, whose
         lines are written back unchanged), plus ``"upToDate": True`` when the target held
         these bytes already (not rewritten: :func:`~compactctl.io.files.write_unless_same`).
@@ -220,18 +220,32 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
     session = Session.open(path, out.fmt, preload=False)
     target = output_target(path, out) or STDIN
     same = False
+    events = written_events(session)
     if out.writes:
-        same = write_unless_same(target, dump_events(session.events)) is None
+        same = write_unless_same(target, dump_events(events)) is None
     result: dict[str, Any] = {
         "path": path,
         "format": session.format,
-        "events": len(session.events),
+        "events": len(events),
         "output": target,
         "changed": session.format != "canonical" and not same,
     }
     if same:
         result["upToDate"] = True
     return result
+
+
+def written_events(session: Session) -> list[Event]:
+    """The events of a session that its canonical form written elsewhere (``convert``,
+    ``compact -o``) holds: all of a canonical file's (its lines are kept as they are,
+    docs/design.md section 6); a foreign file's without the lines that hold no event
+    (malformed, torn: :class:`~compactctl.model.BadLine`), which its reader reported and
+    skipped: their bytes are not canonical JSON lines, and every line written is valid JSON
+    (docs/design.md section 6; they used to be written after the conversation, a torn one
+    given a newline)."""
+    if session.format == "canonical":
+        return session.events
+    return [e for e in session.events if not isinstance(e, BadLine)]
 
 
 def open_session(
@@ -341,7 +355,7 @@ def _write(
                 view, out.as_format, transcript, session=session.session_event
             )
         else:
-            lines = dump_events(session.events + new)
+            lines = dump_events(written_events(session) + new)
             result["appended"] = len(new)
         size = write_unless_same(dest, lines)
         if size is None:  # the target holds these bytes already: not rewritten

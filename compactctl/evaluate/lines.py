@@ -79,26 +79,14 @@ def open_session(
 
 
 def _warn_bad_lines(session: Session) -> None:
-    """A :class:`~compactctl.errors.CompactWarning` naming the file's lines that are no
-    event (malformed JSON, a torn last line: :class:`~compactctl.model.BadLine`), which
-    eval skips as replay does: a probe in one of them is neither counted nor checked
-    (``inspect`` lists them as findings)."""
-    bad = [e for e in session.events if isinstance(e, BadLine)]
-    if not bad:
-        return
-    import warnings
+    """Warn of the lines of a canonical file that hold no event (malformed JSON, a torn last
+    line: :class:`~compactctl.model.BadLine`), which eval skips as replay does: a probe in
+    one of them is neither counted nor checked. A foreign file's were reported by its
+    reader. The one wording: :func:`compactctl.formats.reader.warn_skipped_lines`."""
+    from compactctl.formats.reader import warn_skipped_lines
 
-    from compactctl.errors import CompactWarning
-
-    shown = ", ".join(f"line {e.line} ({e.problem})" for e in bad[:3])
-    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-    warnings.warn(
-        CompactWarning(
-            f"{session.path}: {len(bad)} line(s) hold no event, skipped as replay skips "
-            f"them: {shown}{more}; inspect lists them"
-        ),
-        stacklevel=2,
-    )
+    if session.format == "canonical":
+        warn_skipped_lines(session.path, session.events, stacklevel=3)
 
 
 class _Canonical:

@@ -16,8 +16,9 @@ Mapping:
   conversation records were written after that ``last-prompt`` and descend from its leaf (a
   turn still running), the newest of them; without a usable ``last-prompt``, the newest
   non-sidechain ``user``/``assistant``/``system`` record. Only records of the file's own
-  session count (:func:`session_id`: a stray record of another session or format is never
-  on the branch). From the leaf we follow
+  sessions count (:func:`sessions`: the first session and the sessions resumed in the same
+  file; a stray record of another format is never on the branch; a second conversation,
+  two files concatenated, is refused by the reader). From the leaf we follow
   ``parentUuid`` to the root; a ``compact_boundary`` (``parentUuid: null``) continues through
   ``logicalParentUuid``, so messages before a compaction are kept and replaced by a summary.
 - Dangling parents (a ``parentUuid`` naming a record that was never written): the walk
@@ -101,20 +102,71 @@ def is_subagent_file(records: list[tuple[int, JSON]]) -> bool:
     return bool(conversation) and all(r.get("isSidechain") for r in conversation)
 
 
-def session_id(records: list[tuple[int, JSON]]) -> str | None:
-    """The file's own session: the ``sessionId`` of its first record that has one (the
-    ``session`` event's), or ``None`` when no record has one.
+def sessions(
+    records: Iterable[tuple[int, JSON]],
+) -> tuple[set[str], tuple[int, int, str, str] | None]:
+    """The session ids of the file's conversation and where a second conversation starts.
 
-    >>> session_id([(1, {"type": "file-history-snapshot"}), (2, {"sessionId": "s1"})])
-    's1'
+    A resumed or continued session keeps writing to its file, and its records carry the new
+    session's ``sessionId`` while they chain (``parentUuid``) onto the earlier session's
+    records (siteboon/claudecodeui issue 1022, "records written before the resume keep the
+    original session's id, and records written after carry the new id"); all these ids are
+    the file's. A non-sidechain conversation record of a session id not seen yet that is a
+    root (``parentUuid`` null, not a ``compact_boundary``, which continues through
+    ``logicalParentUuid``) starts another conversation: two session files concatenated
+    (``cat a.jsonl b.jsonl``). Claude Code keeps one session per file, named by its id
+    (docs/formats.md section 1). A dangling parent counts as a link (dropped records).
+    In a subagent's own file (:func:`is_subagent_file`) sidechain records count too.
+
+    Returns:
+        ``(ids, second)``: the session ids of the file's conversation (empty when no
+        conversation record has a ``sessionId``), and ``(start, root, first id, other id)``
+        when another conversation starts: ``root`` is the line of its root record,
+        ``start`` the first line of the records just before it that belong to it (its
+        ``sessionId``, or metadata without one, e.g. the ``file-history-snapshot`` a
+        session file opens with); else ``None``.
+
+    >>> rec = {"type": "user", "sessionId": "s1", "uuid": "a", "parentUuid": None}
+    >>> later = dict(rec, sessionId="s2", uuid="b", parentUuid="a")
+    >>> sessions([(1, rec), (2, later)])[1] is None
+    True
+    >>> queued = {"type": "queue-operation", "sessionId": "s2"}
+    >>> sessions([(1, rec), (2, queued), (3, dict(later, parentUuid=None))])[1]
+    (2, 3, 's1', 's2')
     """
-    return next((r["sessionId"] for _, r in records if isinstance(r.get("sessionId"), str)), None)
+    records = list(records)
+    subagent = is_subagent_file(records)
+    ids: dict[str, None] = {}
+    for at, (line, rec) in enumerate(records):
+        sid = rec.get("sessionId")
+        if (
+            not isinstance(sid, str)
+            or sid in ids
+            or rec.get("type") not in CONVERSATION_TYPES
+            or (rec.get("isSidechain") and not subagent)
+        ):
+            continue
+        root = rec.get("parentUuid") is None and rec.get("subtype") != "compact_boundary"
+        if ids and root:
+            start = at
+            while start > 0 and _belongs_to(records[start - 1][1], sid):
+                start -= 1
+            return set(ids), (records[start][0], line, next(iter(ids)), sid)
+        ids[sid] = None
+    return set(ids), None
+
+
+def _belongs_to(record: JSON, sid: str) -> bool:
+    """Whether a record just before a conversation's root goes with that session: it
+    names it, or it is metadata that names no session."""
+    own = record.get("sessionId")
+    return own == sid or (own is None and record.get("type") not in CONVERSATION_TYPES)
 
 
 def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int, str]]:
     """Indexes (into ``records``) of the current branch, root first, and dangling parents.
 
-    Only conversation records of the file's own session (:func:`session_id`; every record
+    Only conversation records of the file's own sessions (:func:`sessions`; every record
     when none names one) are on it: a stray record of another session or another format
     (a ``claude -p`` stream-json line has ``session_id``, no ``sessionId``) is never the
     leaf nor a parent, and is kept as a ``branch`` foreign event (the review of the readers,
@@ -127,14 +179,14 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
     by_uuid: dict[str, int] = {}
     order: list[int] = []
     subagent = is_subagent_file(records)
-    own = session_id(records)
+    own = sessions(records)[0]
     for i, (_, rec) in enumerate(records):
         uid = rec.get("uuid")
         if (
             rec.get("type") in CONVERSATION_TYPES
             and isinstance(uid, str)
             and (subagent or not rec.get("isSidechain"))
-            and (own is None or rec.get("sessionId") == own)
+            and (not own or rec.get("sessionId") in own)
         ):
             by_uuid.setdefault(uid, i)
             order.append(i)

@@ -434,12 +434,15 @@ class Detection:
         evidence: every format with any evidence, best first.
         shape: what the records look like (:func:`describe`).
         reason: why there is no name (``"unknown"`` or ``"ambiguous"``), or ``""``.
+        hint: for a refusal, what the file is when it is a known output no reader reads and
+            how to get a file compactctl reads (:func:`unread_output`), or ``""``.
     """
 
     name: str | None
     evidence: list[Evidence] = field(default_factory=list)
     shape: str = ""
     reason: str = ""
+    hint: str = ""
 
     def message(self, known: Sequence[str]) -> str:
         """The refusal message: what the file looks like, the closest formats, what to do."""
@@ -454,6 +457,8 @@ class Detection:
         )
         text = f"{head}: the file looks like {self.shape}"
         text += "; closest: " + ", ".join(closest) if closest else "; no known format matches"
+        if self.hint:
+            text += f". {self.hint}"
         return (
             f"{text}. Known formats: {', '.join(known)}. Pass --format NAME to read it as one "
             "of them anyway"
@@ -509,12 +514,45 @@ def examine(records: Iterable[Any], limit: int = 50) -> Detection:
     shape = describe(head)
     candidates = [e for e in found if e.candidate]
     if not candidates:
-        return Detection(None, found, shape, "unknown")
+        return Detection(None, found, shape, "unknown", unread_output(objects))
     best = candidates[0]
     rival = next((e for e in candidates[1:] if e.strong and e.strong >= best.strong), None)
     if rival is not None and not _tie_break(best, rival):
-        return Detection(None, found, shape, "ambiguous")
+        return Detection(None, found, shape, "ambiguous", unread_output(objects))
     return Detection(best.name, found, shape)
+
+
+def unread_output(records: Sequence[dict[str, Any]]) -> str:
+    """What a file no reader reads is, when it is a known agent output, and how to get a
+    file compactctl reads; ``""`` otherwise.
+
+    Known: ``opencode run --format json`` (docs/formats.md section 6, seen from opencode
+    1.18.33 in ``fixtures/real/``): one line per part event, ``{type: step_start | text |
+    tool_use | step_finish | ..., timestamp, sessionID, part: {type, ...}}``, when most of
+    the records are such; the session's export (``opencode export ID``) is read.
+
+    >>> unread_output([{"type": "text", "timestamp": 1, "sessionID": "ses_1",
+    ...                 "part": {"type": "text", "text": "hi"}}])[:63]
+    'It is the event stream of `opencode run --format json` (session'
+    """
+    events = [
+        r
+        for r in records
+        if isinstance(r.get("type"), str)
+        and isinstance(r.get("sessionID"), str)
+        and isinstance(r.get("part"), dict)
+        and isinstance(r["part"].get("type"), str)
+    ]
+    if not events or 2 * len(events) < len(records):
+        return ""
+    ids = list(dict.fromkeys(str(r["sessionID"]) for r in events))
+    session = ids[0] if len(ids) == 1 else "ID"
+    named = ("session " if len(ids) == 1 else "sessions ") + ", ".join(ids[:3])
+    return (
+        f"It is the event stream of `opencode run --format json` ({named}), which no "
+        f"reader reads: export the session with `opencode export {session} > session.json` "
+        "(where it ran) and read that file"
+    )
 
 
 def claimant(record: dict[str, Any], besides: str) -> str | None:

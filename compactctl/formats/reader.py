@@ -33,6 +33,7 @@ __all__ = [
     "read_input",
     "read_transcript",
     "to_canonical_events",
+    "warn_skipped_lines",
 ]
 
 
@@ -210,6 +211,7 @@ def to_canonical_events(
     if fmt is None:
         _refuse_mixed(path, name, ((e.line or 0, e.data) for e in _records(events)), "line")
     _refuse_many_conversations(path, name, ((e.line or 0, e.data) for e in _records(events)))
+    _refuse_many_sessions(path, name, ((e.line or 0, e.data) for e in _records(events)))
     bad = [e for e in events if isinstance(e, BadLine)]
     if bad:
         _check_bad_lines(path, name, bad, refuse=fmt is None, warn=warn)
@@ -242,31 +244,61 @@ def _refuse_many_conversations(
     )
 
 
+def _refuse_many_sessions(path: str, name: str, records: Iterable[tuple[int, Any]]) -> None:
+    """Refuse a Claude Code file that holds a second conversation (two session files
+    concatenated, :func:`compactctl.formats.claude_code.sessions`), whatever ``--format``
+    says: its records would be read as abandoned branches of the first.
+
+    Raises:
+        InputError: names the line where the second conversation starts, both session
+            ids, and how to split the file.
+    """
+    if name != "claude-code":
+        return
+    from compactctl.formats.claude_code import sessions
+
+    second = sessions(r for r in records if isinstance(r[1], dict))[1]
+    if second is None:
+        return
+    start, root, first, other = second
+    raise InputError(
+        f"line {root} starts another conversation (session {other}: a root record, no "
+        f"parent) after session {first}: the file looks like two Claude Code session "
+        "files joined, and Claude Code keeps one session per file (a resumed session's "
+        f"records chain onto the earlier ones). Split it, one session per file: the "
+        f"second session's records start at line {start} (head -n {start - 1} FILE > "
+        f"first.jsonl; tail -n +{start} FILE > second.jsonl)",
+        path=path,
+    )
+
+
 def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, warn: bool) -> None:
     """What the lines of a foreign JSON lines file that are not JSON objects mean
     (docs/formats.md section 8).
 
-    - blank lines and a torn last line (still being written): nothing here (``inspect``
-      reports a torn line);
-    - a complete line that opens like a JSON object but does not parse (a write cut off by a
-      crash, the resume goes on on the next line): skipped, and reported with its line
-      number in a :class:`~compactctl.errors.CompactWarning` (when ``warn``);
+    - blank lines: ignored;
+    - a torn last line (still being written, or a writer crashed) and a complete line that
+      opens like a JSON object but does not parse (a write cut off by a crash, the resume
+      goes on on the next line): skipped, and reported with their line numbers
+      (:func:`warn_skipped_lines`, when ``warn``; ``inspect`` lists them as findings);
     - any other line (text, a JSON array or string, bytes that are not UTF-8 and do not
       open like an object): the file is not JSON lines of this format, refused when
       ``refuse`` (the format was detected); with ``--format`` they are skipped and reported
       like cut-off lines.
 
-    The lines stay in the events (``BadLine``, after the imported events) as before.
+    The lines stay in the events (``BadLine``, after the imported events: :func:`_imported`)
+    for ``inspect``; a conversion never writes them, blank ones included
+    (:func:`compactctl.app.jobs.written_events`).
 
     Raises:
         InputError: ``refuse`` and a line that is neither; names it and how it starts.
     """
     cut: list[BadLine] = []
     for e in bad:
-        if e.problem in HARMLESS_PROBLEMS:
+        if e.problem == "blank":
             continue
         body = (e.raw or b"").removeprefix(BOM).lstrip(b" \t")
-        if e.problem != "not-object" and body.startswith(b"{"):
+        if e.problem == "torn" or (e.problem != "not-object" and body.startswith(b"{")):
             cut.append(e)
         elif refuse:
             raise InputError(
@@ -278,21 +310,36 @@ def _check_bad_lines(path: str, name: str, bad: list[BadLine], *, refuse: bool, 
             )
         else:
             cut.append(e)
-    if cut and warn:
-        import warnings
+    if warn:
+        warn_skipped_lines(path, cut, stacklevel=3)
 
-        from compactctl.errors import CompactWarning
 
-        where = ", ".join(str(e.line) for e in cut[:5]) + (", ..." if len(cut) > 5 else "")
-        many = len(cut) > 1
-        warnings.warn(
-            CompactWarning(
-                f"{path}: {len(cut)} line{'s' if many else ''} ({where}) "
-                f"{'are' if many else 'is'} not a JSON object ({_problem(cut[0])}); "
-                "skipped, not read as part of the conversation"
-            ),
-            stacklevel=2,
-        )
+def warn_skipped_lines(path: str, bad: Iterable[Event], *, stacklevel: int = 2) -> None:
+    """The one warning for the lines of a transcript that hold no event and are skipped
+    (a :class:`~compactctl.errors.CompactWarning`, printed on stderr by the CLI): the file,
+    how many, and the first three with what is wrong (malformed JSON, a torn last line, ...).
+    Blank lines are not named (ignored: docs/formats.md section 8). Nothing when none.
+
+    Used for a foreign file by the reader (:func:`_check_bad_lines`) and for a canonical
+    one by ``eval`` (:mod:`compactctl.evaluate.lines`), which replays its lines.
+    """
+    skipped = [e for e in bad if isinstance(e, BadLine) and e.problem != "blank"]
+    if not skipped:
+        return
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    shown = ", ".join(f"line {e.line} ({_problem(e)})" for e in skipped[:3])
+    more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    many = len(skipped) > 1
+    warnings.warn(
+        CompactWarning(
+            f"{path}: {len(skipped)} line{'s' if many else ''} skipped, not read as part of "
+            f"the conversation: {shown}{more}; inspect lists {'them' if many else 'it'}"
+        ),
+        stacklevel=stacklevel + 1,
+    )
 
 
 def _refuse_mixed(
@@ -328,7 +375,11 @@ def _problem(bad: BadLine) -> str:
     'a JSON list, not an object'
     >>> _problem(BadLine(b"{", 3, "malformed", "malformed JSON: unexpected end of data"))
     'malformed JSON'
+    >>> _problem(BadLine(b'{"a', 9, "torn", "last line has no newline (torn write)"))
+    'torn: the last line has no newline'
     """
+    if bad.problem == "torn":
+        return "torn: the last line has no newline"
     return "malformed JSON" if bad.problem == "malformed" else bad.detail or bad.problem
 
 

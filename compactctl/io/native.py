@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from compactctl.errors import InputError, UsageError, WriteError
+from compactctl.formats.claude_code import is_subagent_file
 from compactctl.model import Message, dumps
 
 __all__ = [
@@ -377,8 +378,8 @@ def _claude(
     base = next((r for r in records if isinstance(r.get("sessionId"), str) and r.get("cwd")), None)
     if base is None:
         raise InputError("no record with sessionId and cwd: cannot write a session", path=path)
-    if base.get("isSidechain") is True:  # a subagent's transcript moved out of subagents/
-        raise UsageError(_SUBAGENT, path=path)
+    if is_subagent_file(list(enumerate(records, 1))):  # moved out of subagents/ (by folder:
+        raise UsageError(_SUBAGENT, path=path)  # native_format); the reader's own rule
     new = _new_id(str(base["sessionId"]), "claude-code", summary, kept)
     common: JSON = {"userType": "external", "cwd": base["cwd"], "sessionId": new}
     for key in ("version", "gitBranch"):

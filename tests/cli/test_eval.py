@@ -312,12 +312,13 @@ def test_lines_that_hold_no_event_are_named_on_stderr(tmp_path: Path):
     done = run_cli("eval", "--json", str(path))
     assert done.returncode == 0
     assert (
-        f"compactctl: warning: {path}: 2 line(s) hold no event, skipped as replay skips "
-        "them: line 34 (malformed), line 61 (torn); inspect lists them"
+        f"compactctl: warning: {path}: 2 lines skipped, not read as part of the conversation: "
+        "line 34 (malformed JSON), line 61 (torn: the last line has no newline); inspect "
+        "lists them"
     ) in done.stderr.decode()
     assert json.loads(done.stdout)["files"][0]["probes"]["retention"] == 1.0
     clean = run_cli("eval", str(SAMPLES / "small-s1.canonical.jsonl"))
-    assert clean.returncode == 0 and b"hold no event" not in clean.stderr
+    assert clean.returncode == 0 and b"skipped" not in clean.stderr
 
 
 def _materialize(out: str, *inputs: str, cwd: Path, more: tuple[str, ...] = ()) -> None:

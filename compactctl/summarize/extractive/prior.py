@@ -1,12 +1,13 @@
 """Prior state: an earlier summary read back into facts and merged with the new span.
 
 ``request.prior`` (a ``sections`` text or a ``task-state`` answer, from any summarizer) is
-parsed back into facts (:func:`facts_from_prior`) and merged (:func:`merge`): ledger
+parsed back into facts (:func:`facts_from_prior`; an agent's own compaction summary, e.g.
+Claude Code's, by its headings) and merged (:func:`merge`): ledger
 entries, constraints, user messages, decisions and done items are united (prior first;
 action and run counts added); a prior failure is marked resolved when the new span runs the
 same (or a broader) command successfully; pending tasks the new span marks done are
-dropped; current work and next step are replaced by the new span's. A prior text that does
-not parse is kept as one note.
+dropped; current work and next step are replaced by the new span's. A prior text without
+headings is kept whole as one note.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ from compactctl.summarize.summary_format import (
     parse_sections,
     parse_task_state,
 )
-from compactctl.text import clip
 
 __all__ = ["facts_from_prior", "merge"]
 
@@ -250,10 +250,96 @@ def facts_from_prior(prior: SummaryResult) -> Facts:
             return _facts_from_task_state(parse_task_state(prior.text).task_state)
         return _facts_from_sections(prior.text)
     except SummaryFormatError:
-        facts = Facts()
-        if prior.text.strip():
-            facts.problem.append("earlier summary (unparsed): " + clip(inline(prior.text), 600))
+        return _facts_from_agent_summary(prior)
+
+
+_AGENT_FRAMING_END = (
+    "If you need specific details from before compaction",
+    "Continue the conversation from where it left off",
+    "Please continue the conversation from where we left it off",
+    "The messages after this summary are the most recent messages",
+)
+"""Where the instructions Claude Code appends to its compaction summary start (its
+continuation message, seen in 2.1.328's ``/compact`` in ``fixtures/real/``): not summary."""
+
+_SYSTEM_REMINDER_RE = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+_AGENT_HEADING_RE = re.compile(
+    r"^(?:\d+\.|#{1,4})\s*\**(?P<name>[A-Za-z][^:*\n]{0,60}?)\**\s*:\s*(?P<rest>.*)$"
+)
+_AGENT_BULLET_RE = re.compile(r"^(?:[-*+]|\d+\.)\s+")
+
+
+def _agent_summary_body(text: str) -> str:
+    """The summary an agent's own compaction wrote, without its framing: Claude Code's
+    continuation preamble (everything through the line ``Summary:``), ``<system-reminder>``
+    blocks and the instructions after the summary (:data:`_AGENT_FRAMING_END`).
+
+    >>> _agent_summary_body("This session is being continued...\\n\\nSummary:\\n1. Done: x"
+    ...                     "\\n\\nContinue the conversation from where it left off.")
+    '1. Done: x'
+    """
+    body = _SYSTEM_REMINDER_RE.sub("", text)
+    lines = body.split("\n")
+    start = next((i + 1 for i, line in enumerate(lines) if line.strip() == "Summary:"), 0)
+    body = "\n".join(lines[start:])
+    cut = min((i for m in _AGENT_FRAMING_END if (i := body.find(m)) >= 0), default=len(body))
+    return body[:cut].strip()
+
+
+def _facts_from_agent_summary(prior: SummaryResult) -> Facts:
+    """An earlier summary not in compactctl's formats, read as the summary it is: the one an
+    agent's own compaction wrote (Claude Code's ``isCompactSummary`` text, ``model``
+    ``claude-code``) or a model's free text. Without its framing
+    (:func:`_agent_summary_body`), its numbered or ``#`` headings (``1. Primary Request and
+    Intent:``, the sections Claude Code's compaction asks for, as compactctl's ``sections``
+    do) go to the matching facts: concepts, pending tasks, current work, next step, user
+    messages (as prose; never into the ledger of files, commands and errors, whose entries
+    it does not state in that form); any other heading's items (its primary request and
+    intent, which the first request in the transcript replaces under Primary Request, and
+    the files and errors it lists) are Problem Solving notes named by their heading.
+    A text without headings is one note, ``earlier summary (by MODEL): ...``. It used to be
+    one note ``earlier summary (unparsed): `` + its first 600 characters, framing included.
+    """
+    facts = Facts()
+    body = _agent_summary_body(prior.text)
+    if not body:
         return facts
+    items: list[tuple[str, str]] = []  # (heading, item)
+    heading = ""
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        found = _AGENT_HEADING_RE.match(line) if raw[:1] not in " \t" else None
+        if found is not None:
+            heading = found.group("name").strip()
+            if found.group("rest").strip():
+                items.append((heading, found.group("rest").strip()))
+            continue
+        if _AGENT_BULLET_RE.match(line) or not items or items[-1][0] != heading:
+            items.append((heading, _AGENT_BULLET_RE.sub("", line)))
+        else:
+            items[-1] = (heading, items[-1][1] + " " + line)
+    if not any(name for name, _ in items):
+        facts.problem.append(f"earlier summary (by {prior.model}): " + inline(body))
+        return facts
+    for name, item in items:
+        key = name.lower()
+        if "concept" in key:
+            facts.concepts.append(item)
+        elif "pending" in key:
+            facts.pending.append(item)
+        elif "current work" in key:
+            facts.current.append(item)
+        elif "next step" in key:
+            facts.next_step = facts.next_step or item
+        elif "user message" in key:
+            facts.user_messages.append(("", item))
+        elif "problem solving" in key:
+            facts.problem.append(item)
+        else:
+            facts.problem.append(f"{name}: {item}" if name else item)
+    return facts
 
 
 def _merge_errors(prior: list[ErrorEntry], new: list[ErrorEntry]) -> list[ErrorEntry]:

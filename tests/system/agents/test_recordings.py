@@ -336,3 +336,5 @@ def test_a_real_stream_no_reader_knows_is_refused(path: Path) -> None:
     assert proc.returncode == 3, proc.stdout
     assert "the file looks like JSON lines of" in proc.stderr
     assert "keys: type" in proc.stderr and "sessionID" in proc.stderr
+    assert "It is the event stream of `opencode run --format json`" in proc.stderr
+    assert "export the session with `opencode export ses_" in proc.stderr

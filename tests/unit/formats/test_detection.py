@@ -326,6 +326,127 @@ def test_a_stray_record_is_never_the_claude_code_leaf(tmp_path: Path) -> None:
     assert [(e["type"], e["sourceType"]) for e in stray] == [("foreign", "branch")]
 
 
+# --- an agent's output no reader reads ------------------------------------------------------
+
+OPENCODE = ROOT / "fixtures" / "real" / "opencode-1.18.33"
+
+
+@pytest.mark.parametrize("name", ["run-1.jsonl", "run-2.jsonl"])
+def test_opencode_run_stream_is_refused_with_how_to_export_it(name: str) -> None:
+    """``opencode run --format json`` output (a real one, opencode 1.18.33): refused as
+    before, and the refusal now says what it is and how to get a file compactctl reads
+    (docs/formats.md section 6 promised it; it only listed the known formats)."""
+    path = OPENCODE / name
+    hint = (
+        "It is the event stream of `opencode run --format json` (session "
+        "ses_dcdafc8d6ffe1FeEBEPkwUUyN4), which no reader reads: export the session with "
+        "`opencode export ses_dcdafc8d6ffe1FeEBEPkwUUyN4 > session.json` (where it ran) "
+        "and read that file. Known formats: "
+    )
+    with pytest.raises(InputError) as info:
+        load(str(path))
+    assert "unknown transcript format: the file looks like JSON lines of" in str(info.value)
+    assert hint in str(info.value)
+    for command in (["inspect"], ["convert", "--dry-run"], ["compact", "--force", "-o", "-"]):
+        proc = run_cli(*command, str(path))
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert hint in proc.stderr
+    # the export of that session is read
+    assert load(str(OPENCODE / "ses_dcdafc8d6ffe1FeEBEPkwUUyN4.json"))[0] == "opencode"
+
+
+def test_other_unknown_files_get_no_opencode_hint() -> None:
+    with pytest.raises(InputError) as info:
+        load(str(MISLEADING / "telemetry-envelopes.jsonl"))
+    assert "opencode" not in str(info.value).split("Known formats")[0]
+
+
+# --- two Claude Code sessions in one file ---------------------------------------------------
+
+SAMPLE_CLAUDE = ROOT / "fixtures" / "samples" / "small-s1.claude-code.jsonl"
+REAL_CLAUDE = ROOT / "fixtures" / "real" / "claude-code-2.1.328"
+REAL_SESSION = REAL_CLAUDE / "b7a64efe-cbfe-47e8-a7f2-2c773ad73928.jsonl"
+
+
+def joined(tmp_path: Path) -> Path:
+    """``cat small-s1.claude-code.jsonl <the real 2.1.328 session>``: 102 + 138 lines; the
+    real file opens with two ``queue-operation`` records, then its root prompt."""
+    path = tmp_path / "joined.jsonl"
+    path.write_bytes(SAMPLE_CLAUDE.read_bytes() + REAL_SESSION.read_bytes())
+    return path
+
+
+@pytest.mark.parametrize("fmt", [None, "claude-code"])
+def test_two_claude_code_sessions_joined_are_refused(tmp_path: Path, fmt: str | None) -> None:
+    """The second session's records used to become abandoned branches of the first, exit 0."""
+    path = joined(tmp_path)
+    with pytest.raises(InputError) as info:
+        load(str(path), fmt)
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}: line 105 starts another conversation (session "
+        "b7a64efe-cbfe-47e8-a7f2-2c773ad73928: a root record, no parent) after session "
+        "255ea867-c8d3-45c7-b5bd-a9dd578ab5e6: "
+    )
+    assert "the second session's records start at line 103 (head -n 102 FILE" in message
+
+
+def test_two_claude_code_sessions_joined_exit_3_on_every_reading_command(tmp_path: Path) -> None:
+    path = joined(tmp_path)
+    for command in (["inspect"], ["convert", "--dry-run"], ["compact", "--force", "-o", "-"]):
+        proc = run_cli(*command, str(path))
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert "line 105 starts another conversation" in proc.stderr
+        assert proc.stdout == ""
+
+
+def test_a_session_resumed_in_its_file_reads_whole(tmp_path: Path) -> None:
+    """A resumed session keeps writing to its file under a new ``sessionId``, its records
+    chaining onto the earlier ones: every message is on the branch (only the first session's
+    31 of 66 messages were read when the reader kept to the first ``sessionId``)."""
+    resumed = tmp_path / "resumed.jsonl"
+    lines = []
+    for number, line in enumerate(SAMPLE_CLAUDE.read_text().splitlines(), 1):
+        record = json.loads(line)
+        if number > 50 and "sessionId" in record:
+            assert record["sessionId"] == "255ea867-c8d3-45c7-b5bd-a9dd578ab5e6"
+            record["sessionId"] = "99999999-0000-4000-8000-000000000001"
+        lines.append(json.dumps(record))
+    resumed.write_text("\n".join(lines) + "\n")
+    _, want = load(str(SAMPLE_CLAUDE))
+    fmt, events = load(str(resumed))
+    assert fmt == "claude-code"
+    got = [m.data for m in events if isinstance(m, Message)]
+    assert len(got) == 66
+    assert got == [m.data for m in want if isinstance(m, Message)]
+    (session,) = [e.data for e in events if e.data.get("type") == "session"]
+    assert session["sessionId"] == "255ea867-c8d3-45c7-b5bd-a9dd578ab5e6"
+
+
+def test_a_session_with_its_subagent_sidechains_is_not_two_sessions(tmp_path: Path) -> None:
+    """An older file holds its subagents' sidechains (roots of their own, the session's id)
+    and a subagent's own file is all sidechain: neither is refused."""
+    agent = REAL_CLAUDE / "subagents" / "agent-ae774f986d7c72437.jsonl"
+    both = tmp_path / "with-sidechain.jsonl"
+    both.write_bytes(REAL_SESSION.read_bytes() + agent.read_bytes())
+    _, alone = load(str(REAL_SESSION))
+    fmt, events = load(str(both))
+    assert fmt == "claude-code"
+    assert [m.data for m in events if isinstance(m, Message)] == [
+        m.data for m in alone if isinstance(m, Message)
+    ]
+    after = [e.data for e in events if (e.data.get("sourceLine") or 0) > 138]
+    assert sorted({(e["sourceType"], e.get("recordType")) for e in after}) == [
+        ("api-request", None),
+        ("api-request-blob", None),
+        ("api-request-shape", None),
+        ("sidechain", "assistant"),
+        ("sidechain", "attachment"),
+        ("sidechain", "user"),
+    ]
+    assert counts(load(str(agent))[1])["prompts"] == 1
+
+
 # --- one whole conversation per line (finding A5) -------------------------------------------
 
 

@@ -471,8 +471,12 @@ def test_claude_code_leaf_prefers_newer_records_after_last_prompt() -> None:
     events = list(claude_code.to_canonical([*records, (31, other)]))
     assert messages(events)[-1]["uuid"] == "u24"
     assert any(e.get("sourceLine") == 31 and e["sourceType"] == "branch" for e in events)
-    # a record of another session, even one that extends the leaf, is never on the branch
-    stray = {**extra, "sessionId": "another-session"}
+    # a record of a later session that extends the leaf is the session resumed in its file
+    resumed = {**extra, "sessionId": "another-session"}
+    events = list(claude_code.to_canonical([*records, (31, resumed)]))
+    assert messages(events)[-1]["uuid"] == "u25"
+    # a record of another format (stream-json: session_id, no sessionId) is never on it
+    stray = {k: v for k, v in extra.items() if k != "sessionId"} | {"session_id": "x"}
     events = list(claude_code.to_canonical([*records, (31, stray)]))
     assert messages(events)[-1]["uuid"] == "u24"
     assert [e["sourceType"] for e in events if e.get("sourceLine") == 31] == ["branch"]

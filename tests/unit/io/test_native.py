@@ -18,6 +18,7 @@ from compactctl.errors import UsageError, WriteError
 from compactctl.io.native import native_format, native_session, write_native
 from compactctl.layers.options import CompactOptions
 from compactctl.session import Session
+from compactctl.summarize.summary_format import parse_sections
 from tests.helpers import FIXTURES, run_cli
 
 CLAUDE = FIXTURES / "real" / "claude-code-2.1.328" / "b7a64efe-cbfe-47e8-a7f2-2c773ad73928.jsonl"
@@ -280,6 +281,104 @@ def test_native_session_id_follows_what_is_kept_gzip_and_subagents(tmp_path: Pat
     assert refused.returncode == 2
     assert b"a subagent's transcript" in refused.stderr and b"compact its parent" in refused.stderr
     assert sorted(p.name for p in sub.iterdir()) == [Path(agent).name]
+
+
+def test_a_subagent_transcript_moved_out_of_its_folder_is_refused_by_its_records(
+    tmp_path: Path,
+) -> None:
+    """The writer's second check: a subagent's transcript outside ``subagents/`` (so the
+    folder check passes) with enough to compact, every conversation record ``isSidechain``
+    (the sample session made a subagent's: 66 messages, 6 turns). Refused, exit 2, nothing
+    written beside it; the same records as a main session are written. The shipped
+    subagent file has nothing to compact, so no test reached this check before."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    records = [
+        json.loads(line)
+        for line in (FIXTURES / "samples" / "small-s1.claude-code.jsonl").read_text().splitlines()
+    ]
+    for record in records:
+        if record["type"] in ("user", "assistant", "system", "attachment", "progress"):
+            record.update(isSidechain=True, agentId="a1b2c3d")
+    agent = folder / "agent-a1b2c3d.jsonl"
+    agent.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert len([e for e in Session.open(str(agent)).events if e.type == "message"]) == 66
+    refused = run_cli("compact", "--force", "--as", "native", "--no-store", str(agent))
+    assert refused.returncode == 2, refused.stderr
+    assert b"a subagent's transcript" in refused.stderr and b"compact its parent" in refused.stderr
+    assert [p.name for p in folder.iterdir()] == [agent.name]
+    main = folder / "main.jsonl"
+    main.write_bytes((FIXTURES / "samples" / "small-s1.claude-code.jsonl").read_bytes())
+    done = run_cli("compact", "--force", "--as", "native", "--no-store", "--json", str(main))
+    assert done.returncode == 0, done.stderr
+    new = json.loads(done.stdout)["files"][0]["resume"]["sessionId"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [agent.name, main.name, f"{new}.jsonl"]
+    )
+
+
+CLAUDE_OWN_SUMMARY = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\n"
+    "<system-reminder>\n<tools-used-before-summary>Bash</tools-used-before-summary>\n"
+    "</system-reminder>\nSummary:\n"
+    "1. Primary Request and Intent:\n"
+    "   The user reported that `quillpad list --page 2` repeats the last entry of page 1.\n"
+    "2. Key Technical Concepts:\n   - offset pagination in src/quillpad/store.py\n"
+    "3. Errors and fixes:\n   - off-by-one in the page offset: fixed; the test suite passes.\n"
+    "4. Pending Tasks:\n   - migrate the notes table to the new schema before the release\n"
+    "5. Current Work:\n   Ran the whole test suite: all green.\n\n"
+    "If you need specific details from before compaction, read the full transcript.\n"
+    "Continue the conversation from where it left off without asking the user any further "
+    "questions."
+)
+"""A summary in the shape Claude Code 2.1.328 writes its own (``fixtures/real/``: the
+preamble, a reminder, ``Summary:``, numbered sections, the instructions after them)."""
+
+
+def test_claude_code_own_summary_is_carried_as_a_summary(tmp_path: Path) -> None:
+    """compact --as native on a session Claude Code had compacted itself (a boundary and its
+    ``isCompactSummary`` line before the fourth prompt of the sample): the new session's
+    summary carries Claude's summary, section by section, without its framing (it used to
+    be one note ``earlier summary (unparsed): `` + its first 600 characters, the preamble
+    included)."""
+    records = _records(FIXTURES / "samples" / "small-s1.claude-code.jsonl")
+    at = 53  # line 54: the prompt of turn 3
+    assert records[at]["message"]["content"].startswith("The nightly job job-bfad32 failed")
+    base = {k: records[at][k] for k in ("isSidechain", "userType", "cwd", "sessionId")}
+    boundary = {
+        **base, "parentUuid": None, "logicalParentUuid": records[at]["parentUuid"],
+        "type": "system", "subtype": "compact_boundary", "uuid": "c0000000-0000-4000-8000-0b",
+        "timestamp": records[at]["timestamp"], "compactMetadata": {"trigger": "manual"},
+    }  # fmt: skip
+    summary = {
+        **base, "parentUuid": boundary["uuid"], "type": "user", "isCompactSummary": True,
+        "uuid": "c0000000-0000-4000-8000-05", "timestamp": records[at]["timestamp"],
+        "message": {"role": "user", "content": CLAUDE_OWN_SUMMARY},
+    }  # fmt: skip
+    records[at] = {**records[at], "parentUuid": summary["uuid"]}
+    src = tmp_path / "own.jsonl"
+    lines = [*records[:at], boundary, summary, *records[at:]]
+    src.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (prior,) = [e for e in Session.open(str(src)).events if e.type == "summary"]
+    assert prior.data["model"] == "claude-code"
+    result, new = _compact_new(src)
+    (text,) = [r["message"]["content"] for r in _records(new) if r.get("isCompactSummary")]
+    sections = parse_sections(text[text.index("<analysis>") :]).sections
+    assert "offset pagination in src/quillpad/store.py" in sections["Key Technical Concepts"]
+    assert sections["Pending Tasks"] == [
+        "migrate the notes table to the new schema before the release"
+    ]
+    notes = sections["Problem Solving"]
+    assert (
+        "Primary Request and Intent: The user reported that `quillpad list --page 2` repeats "
+        "the last entry of page 1."
+    ) in notes
+    assert "Errors and fixes: off-by-one in the page offset: fixed; the test suite passes." in (
+        notes
+    )
+    assert "unparsed" not in text and "being continued" not in text
+    assert "Continue the conversation" not in text and "tools-used-before-summary" not in text
 
 
 def test_codex_session_reads_back_as_written(tmp_path: Path) -> None:
