@@ -569,7 +569,12 @@ class Store:
             st = p.stat()
         except OSError:
             st = None
-        if st is not None and st.st_size == 0 and time.time() - st.st_mtime > EMPTY_DB_GRACE_S:
+        if (
+            st is not None
+            and st.st_size == 0
+            and time.time() - st.st_mtime > EMPTY_DB_GRACE_S
+            and not _in_use(p)
+        ):
             _move_aside(p, "the database file is empty (0 bytes: truncated?)")
         for attempt in (1, 2):
             conn: sqlite3.Connection | None = None
@@ -1124,6 +1129,26 @@ def _damaged(exc: sqlite3.Error) -> bool:
         return code & 0xFF in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
     text = str(exc).lower()
     return "not a database" in text or "malformed" in text
+
+
+def _in_use(p: Path) -> bool:
+    """Whether another connection holds a lock on the database ``p`` now (SQLite's own
+    locks, taken with ``BEGIN IMMEDIATE`` and no busy wait, then rolled back: nothing is
+    written). An empty database file another process has just created and holds in a
+    transaction is new, not truncated: it is never moved aside (a run that waited for
+    it and gave up, exit 75, used to move it from under its holder)."""
+    try:
+        conn = sqlite3.connect(p, timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as exc:
+        return _is_busy(exc)
+    finally:
+        conn.close()
 
 
 def _move_aside(p: Path, why: str) -> None:

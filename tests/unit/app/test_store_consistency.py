@@ -216,6 +216,37 @@ def test_a_database_truncated_to_0_bytes_is_moved_aside(tmp_path: Path) -> None:
     ) in r.stderr
 
 
+def test_an_empty_database_another_connection_holds_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new database another process holds in a transaction (still 0 bytes, older than
+    the grace) is not moved aside from under it: the open waits, then gives up (exit 75's
+    LockTimeout), and the file stays where it is, held (review11: it was moved aside)."""
+    import sqlite3
+
+    from compactctl.app import store as store_module
+    from compactctl.errors import LockTimeout
+
+    db = tmp_path / "db.sqlite"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    then = time.time() - EMPTY_DB_GRACE_S - 1
+    os.utime(db, (then, then))
+    assert db.stat().st_size == 0
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 10)
+    monkeypatch.setattr(store_module, "RETRY_ATTEMPTS", 2)
+    with pytest.raises(LockTimeout, match="database locked while setting"):
+        Store.open(db)
+    with pytest.raises(LockTimeout):
+        Store.open(db)  # the second try (the run log's) sees the same
+    assert _kept(db) == [] and db.exists()
+    holder.execute("ROLLBACK")
+    holder.close()
+    with pytest.warns(CompactWarning, match="the database file is empty"):
+        Store.open(db).close()  # no one holds it now: empty and old, so truncated
+    assert len(_kept(db)) == 1
+
+
 def test_a_database_just_created_empty_is_left_alone(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite"
     db.write_bytes(b"")  # sqlite3.connect creates it empty, its header comes a moment later
