@@ -522,7 +522,7 @@ def _resume_line(r: dict[str, Any], resume: dict[str, Any]) -> str:
     elif r["changed"]:
         what = f"wrote {what}"
     else:
-        what = f"{what} was already written (the same bytes)"
+        what = f"{what} was already written (the file there begins with these lines: left as it is)"
     where = f"cd {resume['cwd']} && " if resume.get("cwd") else ""
     return (
         f"{r['path']}: (source unchanged) {what}: {resume['path']}\n"
