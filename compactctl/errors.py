@@ -64,6 +64,13 @@ class WriteError(CompactError):
     exit_code = EXIT_INPUT
 
 
+class OutputChanged(WriteError):
+    """An ``-o DIR/`` output that no longer holds the bytes compactctl wrote there (an agent
+    resumed it, ``undo`` appended to it, someone edited it): it is someone's data now, and is
+    never overwritten (exit code 3; the other files of the run go on). The record of what was
+    written is ``DIR/.compactctl/REL.json`` (:mod:`compactctl.app.provenance`)."""
+
+
 class LockTimeout(CompactError):
     """Another process held the transcript's lock longer than the timeout (exit code 75).
 

@@ -187,14 +187,23 @@ def fresh(
 ) -> tuple[OutputOptions, dict[str, Any] | None]:
     """``out`` with the fingerprint of ``command`` and ``options`` (``-o DIR/`` only: the
     nightly run over a tree), and the recorded result of ``path`` when its output is up to
-    date (nothing to plan nor write: :mod:`compactctl.app.provenance`), else ``None``."""
+    date (nothing to plan nor write: :mod:`compactctl.app.provenance`), else ``None``.
+
+    Raises:
+        OutputChanged: the output no longer holds what compactctl wrote there
+            (:func:`~compactctl.app.provenance.refuse_changed`); refused before planning,
+            so no model is called for it.
+    """
     if out.output_dir is None:
         return out, None
     folder = out.output_dir
     fp = provenance.fingerprint(command, options, out)
     out = replace(out, fingerprint=fp)
     target = output_target(path, out)
-    return out, provenance.recorded_result(path, target, folder, fp)
+    hit = provenance.recorded_result(path, target, folder, fp)
+    if hit is None:
+        provenance.refuse_changed(path, target, folder)
+    return out, hit
 
 
 def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
@@ -204,7 +213,9 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
     ``DIR/`` + :func:`mirrored_name`. The source is never changed; a target holding the
     same bytes already is not rewritten (the conversion is deterministic, so that is all
     "up to date" needs here). With ``out.dry_run`` or
-    ``out.check`` nothing is written.
+    ``out.check`` nothing is written. Under ``-o DIR/`` the output's record is written as
+    for the other commands (:mod:`compactctl.app.provenance`), and an output that no longer
+    holds what compactctl wrote there is refused.
 
     Returns:
         ``{"path", "format", "events", "output", "changed"}``: the detected (or given)
@@ -215,10 +226,13 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
 
     Raises:
         InputError: unreadable file or unknown format. WriteError: the target cannot be
-        written.
+        written. OutputChanged: as :func:`fresh`.
     """
     session = Session.open(path, out.fmt, preload=False)
     target = output_target(path, out) or STDIN
+    folder = out.output_dir
+    if folder is not None:
+        provenance.refuse_changed(path, target, folder)
     same = False
     events = written_events(session)
     if out.writes:
@@ -232,6 +246,9 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
     }
     if same:
         result["upToDate"] = True
+    if folder is not None and out.writes and not same:  # a later run tells its bytes apart
+        fp = provenance.fingerprint("convert", None, out)
+        provenance.record(path, target, folder, fp, session.identity, result)
     return result
 
 
@@ -309,8 +326,9 @@ def write_plan(
         when the ``-o`` target held these bytes already.
 
     Raises:
-        UsageError: ``-o`` naming the input itself. WriteError, LockTimeout, FileChanged:
-            from writing.
+        UsageError: ``-o`` naming the input itself. OutputChanged: an ``-o DIR/`` output
+            that no longer holds what compactctl wrote there (never overwritten).
+            WriteError, LockTimeout, FileChanged: from writing.
     """
     return _write(session, new, report, out)[0]
 
@@ -357,6 +375,8 @@ def _write(
         else:
             lines = dump_events(written_events(session) + new)
             result["appended"] = len(new)
+        if out.output_dir is not None:  # checked again: it may have grown while planning
+            provenance.refuse_changed(path, dest, out.output_dir)
         size = write_unless_same(dest, lines)
         if size is None:  # the target holds these bytes already: not rewritten
             result.update(written=None, appended=0, changed=False, upToDate=True, output=dest)

@@ -21,8 +21,13 @@ search takes as a transcript), recording:
 An output is up to date when all of these match now: the input hashes to the recorded
 bytes, the options fingerprint is equal and the output still hashes to what was written.
 Checking costs a read of the input and of the output (no parsing, no planning); any doubt
-(no record, another version, a file edited since) is "not up to date", and the run then
+(no record, another version, an input edited since) is "not up to date", and the run then
 plans and writes as usual.
+
+An output that no longer holds the bytes its record says were written (an agent resumed it,
+``undo`` appended to it, someone edited it) is someone's data now: it is never overwritten
+(:func:`refuse_changed`, :class:`~compactctl.errors.OutputChanged`, exit 3 for that file).
+A missing output is written again.
 """
 
 from __future__ import annotations
@@ -35,10 +40,19 @@ from typing import Any
 
 import orjson
 
+from compactctl.errors import OutputChanged
 from compactctl.io.files import HASH_BLOCK, STDIN, is_stream, write_output
 from compactctl.io.remote import is_url
 
-__all__ = ["RECORDS", "find_record", "fingerprint", "record", "recorded_result", "sidecar"]
+__all__ = [
+    "RECORDS",
+    "find_record",
+    "fingerprint",
+    "record",
+    "recorded_result",
+    "refuse_changed",
+    "sidecar",
+]
 
 
 def sidecar(target: str, folder: str) -> str:
@@ -181,6 +195,45 @@ def recorded_result(path: str, target: str | None, folder: str, fp: str) -> dict
         return None
     result.update(changed=False, upToDate=True, written=None, appended=0, output=target)
     return result
+
+
+def refuse_changed(path: str, target: str | None, folder: str) -> None:
+    """Refuse to overwrite ``path``'s output ``target`` (under the ``-o`` ``folder``) when
+    it no longer holds the bytes its record says compactctl wrote (size and SHA-256).
+
+    Nothing is refused without a record (none was written, or it could not be), for a
+    missing output (written again), nor for stdout, URLs or streams. Costs a ``stat`` of
+    the output, and a read of it when its size is the recorded one.
+
+    Raises:
+        OutputChanged: the output's size or SHA-256 differs from the record's, or it can
+            no longer be read (exit 3; the message names the output and how to go on).
+    """
+    if not _applies(path, target):
+        return
+    assert target is not None
+    try:
+        with open(sidecar(target, folder), "rb") as fh:
+            rec = orjson.loads(fh.read())
+        wrote = (int(rec["outputSize"]), str(rec["outputSha256"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    try:
+        size = os.path.getsize(target)
+    except FileNotFoundError:
+        return
+    except OSError:
+        size = -1
+    if size == wrote[0] and _digest(target) == wrote:
+        return
+    now = f"{size:,} bytes now" if size >= 0 else "it cannot be read now"
+    raise OutputChanged(
+        f"its output {target} changed since compactctl wrote it ({wrote[0]:,} bytes "
+        f"written, {now}: an agent resumed it, undo appended to it, or it was edited); it "
+        "is not overwritten (nothing was written). Move or remove it to write it again, or "
+        "write to another -o DIR/",
+        path=path,
+    )
 
 
 def record(

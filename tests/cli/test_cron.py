@@ -342,3 +342,74 @@ def test_a_command_walks_its_folder_once(tmp_path: Path, args: tuple[str, ...]) 
     )
     last = proc.stderr.decode().strip().splitlines()[-1]
     assert last == f"EXIT {code} WALKS 1", proc.stderr.decode()
+
+
+def test_an_output_changed_since_it_was_written_is_never_overwritten(tmp_path: Path) -> None:
+    """An ``-o DIR/`` output an agent resumed (a line appended), or that ``undo`` appended
+    to, is someone's data now: the re-run refuses it (exit 3, naming it and how to go on)
+    and still does the other files; removed, it is written again."""
+    tree = tmp_path / "in"
+    _session(tree / "s.jsonl", 8, 1)
+    _session(tree / "t.jsonl", 8, 2)
+    out = tmp_path / "out"
+    args = ("compact", "--force", "--no-store", "-o", f"{out}/", str(tree))
+    r = run_cli(*args, env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    resumed = orjson.dumps(msg("resumed", "user", "carry on from the summary", turnId=99))
+    with (out / "s.jsonl").open("ab") as fh:
+        fh.write(resumed + b"\n")
+    grown = (out / "s.jsonl").read_bytes()
+    r = run_cli(*args, "--json", env=ENV)
+    assert r.returncode == 3, r.stderr.decode()
+    assert (out / "s.jsonl").read_bytes() == grown  # the appended line is still there
+    entries = {e["path"]: e for e in orjson.loads(r.stdout)["files"]}
+    refused = entries[str(tree / "s.jsonl")]
+    assert refused["outcome"] == "failed" and refused["error"]["code"] == "outputChanged"
+    message = refused["error"]["message"]
+    assert f"its output {out}/s.jsonl changed since compactctl wrote it" in message
+    assert f"{len(grown) - len(resumed) - 1:,} bytes written, {len(grown):,} bytes now" in message
+    assert "Move or remove it to write it again, or write to another -o DIR/" in message
+    assert entries[str(tree / "t.jsonl")]["upToDate"] is True
+    assert f"{tree}/s.jsonl: its output {out}/s.jsonl changed" in r.stderr.decode()
+    # undo appending a revert to the other output: the same case
+    r = run_cli("undo", "--no-store", str(out / "t.jsonl"), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    undone = (out / "t.jsonl").read_bytes()
+    r = run_cli(*args, env=ENV)
+    assert r.returncode == 3
+    assert (out / "t.jsonl").read_bytes() == undone and (out / "s.jsonl").read_bytes() == grown
+    assert r.stderr.decode().count("changed since compactctl wrote it") == 2
+    # removed, an output is written again, and is up to date on the next run
+    (out / "s.jsonl").unlink()
+    r = run_cli(*args, env=ENV)
+    assert r.returncode == 3 and b"carry on from the summary" not in (out / "s.jsonl").read_bytes()
+    rewritten = (out / "s.jsonl").read_bytes()  # the input and this run's two events
+    assert rewritten.startswith((tree / "s.jsonl").read_bytes())
+    assert rewritten.count(b"\n") == grown.count(b"\n") - 1 == 25 + 2
+    (out / "t.jsonl").unlink()
+    r = run_cli(*args, env=ENV)
+    assert r.returncode == 0 and r.stderr.decode().count("up to date: ") == 1
+    r = run_cli(*args, env=ENV)
+    last = r.stderr.decode().splitlines()[-1]
+    assert r.returncode == 0 and last == "0 files compacted, 2 up to date (nothing written)."
+
+
+def test_convert_never_overwrites_an_output_changed_since_it_wrote_it(tmp_path: Path) -> None:
+    """``convert -o DIR/`` records what it wrote as the other commands do: a converted
+    session that an agent then resumed is refused, not converted over."""
+    tree = tmp_path / "in"
+    _mixed(tree)
+    out = tmp_path / "out"
+    r = run_cli("convert", "-o", f"{out}/", str(tree), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (out / ".compactctl" / "a" / "claude.jsonl.json").is_file()
+    with (out / "a" / "claude.jsonl").open("ab") as fh:
+        fh.write(orjson.dumps(msg("resumed", "user", "go on", turnId=99)) + b"\n")
+    grown = (out / "a" / "claude.jsonl").read_bytes()
+    before = _snapshot(out)
+    r = run_cli("convert", "-o", f"{out}/", str(tree), env=ENV)
+    err = r.stderr.decode()
+    assert r.returncode == 3, err
+    assert f"its output {out}/a/claude.jsonl changed since compactctl wrote it" in err
+    assert (out / "a" / "claude.jsonl").read_bytes() == grown
+    assert _snapshot(out) == before  # the others held their bytes: not rewritten
