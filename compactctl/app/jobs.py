@@ -388,11 +388,40 @@ def _write(
     if not new:
         return result, 0
     done = session.append(new, lock_timeout=out.lock_timeout, torn_wait=out.torn_wait)
-    result.update(
-        appended=done.written, alreadyPresent=done.skipped, written=path, tornLine=done.torn_line
-    )
+    result.update(appended=done.written, alreadyPresent=done.skipped, tornLine=done.torn_line)
     result["changed"] = done.written > 0
+    if done.written:
+        result["written"] = path
+    else:
+        _nothing_landed(result)
     return result, done.bytes_written
+
+
+def _nothing_landed(result: dict[str, Any]) -> None:
+    """Make ``result`` (a job's result, changed in place) say what a run whose append wrote
+    no event landed: nothing. Every planned event was in the file already (``alreadyPresent``),
+    appended by another run between this run's read and its append (two runs at once on one
+    file, or a file and a symlink to it in one folder run): that run saved the tokens, not
+    this one, so ``written`` stays ``None``, ``tokensBefore`` becomes ``tokensAfter`` (the
+    file's effective context now holds those events: the plan's after), ``tokensSaved`` and
+    ``charsBefore`` likewise (0 saved, ``charsSavedRatio`` 0, per ``byLayer`` row too),
+    and ``reason`` says why.
+    The run's totals then count one file's saving once (review of unattended use, defect 7).
+    """
+    for before, after in (("tokensBefore", "tokensAfter"), ("charsBefore", "charsAfter")):
+        if isinstance(result.get(after), int) and before in result:
+            result[before] = result[after]
+    for saved, none in (("tokensSaved", 0), ("charsSavedRatio", 0.0)):
+        if saved in result:
+            result[saved] = none
+    for row in result.get("byLayer") or ():
+        row["tokensBefore"] = row["tokensAfter"]
+        row["tokensSaved"] = 0
+    n = result["alreadyPresent"]
+    result["reason"] = (
+        f"another run appended the {n} planned event{'s' if n != 1 else ''} first "
+        "(nothing written by this run)"
+    )
 
 
 # --- the store ------------------------------------------------------------------------------

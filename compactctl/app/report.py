@@ -444,7 +444,15 @@ def _unchanged(r: dict[str, Any], why: str) -> str:
 
     >>> _unchanged({"path": "a.jsonl", "written": "out.jsonl"}, "nothing to do")
     'a.jsonl: unchanged (written to out.jsonl with no new events): nothing to do'
+
+    A run whose planned events another run had appended first says so, not ``why``:
+
+    >>> _unchanged({"path": "a.jsonl", "written": None, "appended": 0, "alreadyPresent": 1,
+    ...     "reason": "another run appended the 1 planned event first"}, "no duplicates")
+    'a.jsonl: unchanged: another run appended the 1 planned event first'
     """
+    if r.get("alreadyPresent") and not r.get("appended") and r.get("reason"):
+        why = r["reason"]  # another run appended the planned events first
     written = r.get("written")
     if written is None or written == r["path"]:
         return f"{r['path']}: unchanged: {why}"

@@ -136,10 +136,25 @@ def test_two_runs_at_once_append_each_event_once(tmp_path: Path, command: list[s
         os.close(fd)
     results = [_finish(p) for p in procs]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
-    reports = [orjson.loads(out)["files"][0] for _, out, _ in results]
+    docs = [orjson.loads(out) for _, out, _ in results]
+    reports = [doc["files"][0] for doc in docs]
     appended = sorted((r["appended"], r["alreadyPresent"]) for r in reports)
     n = appended[1][0]
     assert n >= 1 and appended == [(0, n), (n, 0)]  # one wrote, the other waited and skipped
+    # success only for what landed: the run that lost saved nothing and wrote nothing
+    (won, won_doc), (lost, lost_doc) = sorted(
+        zip(reports, docs, strict=True), key=lambda rd: -rd[0]["appended"]
+    )
+    assert won["written"] == str(path) and won["outcome"] == "changed"
+    assert won["tokensSaved"] > 0 and won_doc["totals"]["tokensSaved"] == won["tokensSaved"]
+    assert lost["written"] is None and lost["outcome"] == "unchanged"
+    assert lost["tokensSaved"] == 0 and lost_doc["totals"]["tokensSaved"] == 0
+    assert lost["reason"] == (
+        f"another run appended the {n} planned event{'s' if n != 1 else ''} first "
+        "(nothing written by this run)"
+    )
+    if "tokensBefore" in won:  # compact: the file's context now is the winner's after
+        assert lost["tokensBefore"] == lost["tokensAfter"] == won["tokensAfter"]
     data = path.read_bytes()
     assert data.startswith(SMALL)
     new = [orjson.loads(x) for x in data[len(SMALL) :].splitlines()]
