@@ -98,7 +98,8 @@ def discover_files(
     paths: list[str], report: Report, documents: bool = False, scope: RunScope | None = None
 ) -> list[Found]:
     """Expand PATHS (:func:`compactctl.io.files.walk`); a missing path is a failure on the
-    report, an empty folder (or one the filters empty) a warning. ``documents``
+    report, an empty folder (or one the filters empty) a warning, a file the walk left
+    alone (a second path to one file, a link out of a folder) a skip with its reason. ``documents``
     (``--documents``): folders also yield the JSON documents and Aider histories a reader
     recognises; ``scope``: its filters and the folders to skip, or the walk it holds
     (:attr:`RunScope.found`).
@@ -117,6 +118,10 @@ def discover_files(
             message(f"compactctl: warning: {e}")
         else:
             _failed(report, e.path or "?", e)
+    for path, reason in found.skipped:  # a second path to one file, a link out of a folder
+        report.skipped(path, reason)
+        if not scope.quiet and (report.doc is None or not report.doc.to_stderr):
+            _err(f"{path}: skipped: {reason}")
     report.left_out += found.left_out
     return found.files
 

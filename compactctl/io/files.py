@@ -25,7 +25,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
@@ -162,11 +162,16 @@ class Walk:
             :class:`NoTranscripts` for a folder without transcripts (or none the filters
             keep); the run goes on without it.
         left_out: files found but left out by the filters.
+        skipped: ``(path, reason)`` of the files left alone on purpose: a second path to
+            a file already taken (a symbolic or hard link, another spelling: the one the
+            walk meets first is kept), or a symbolic link found in a folder that leads out
+            of it. The run reports them as skipped (not failed).
     """
 
     files: list[Found]
     errors: list[InputError]
     left_out: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def walk(
@@ -189,14 +194,25 @@ def walk(
     folders never searched (a ``-o DIR/`` inside the input tree: compactctl never reads its
     own outputs back as inputs), compared by device and inode.
 
+    Each local file is taken once per run, whatever the paths that lead to it (compared by
+    device and inode: ``b.jsonl -> a.jsonl``, a hard link, ``./a.jsonl`` beside ``a.jsonl``):
+    the first met in this order is kept, each other one goes to :attr:`Walk.skipped` with a
+    reason naming the first (two jobs on one file would race to append the same events). A
+    symbolic link found in a folder that resolves outside that folder is skipped too (as
+    ``serve`` refuses links that leave its root: a run over a tree writes only inside it); a
+    file named on the command line is read wherever its link leads.
+
     Raises:
         UsageError: a time filter with a URL among PATHS (no local modification time).
     """
     files: list[Found] = []
     errors: list[InputError] = []
     seen: set[str] = set()
+    taken: dict[tuple[int, int], str] = {}  # (device, inode) -> the path kept for it
     left_out = 0
     skipped = _dir_ids(skip)
+    aside: list[tuple[str, str]] = []
+    outside: set[str] = set()  # links found in a folder that lead out of it
     for arg in paths:
         root: str | None = None
         if arg == STDIN:
@@ -239,9 +255,20 @@ def walk(
                     left_out += 1
                     continue
             kept += 1
-            if c not in seen:
-                seen.add(c)
-                files.append(Found(c, root))
+            if c in seen or (c in outside and root is not None):
+                continue
+            if c in outside:  # a link left out of a folder, named now: read where it leads
+                aside = [(p, why) for p, why in aside if p != c]
+            why = _aside(c, root, taken)
+            if why is not None and root is not None and not why.startswith(SAME_FILE):
+                outside.add(c)
+                aside.append((c, why))
+                continue
+            seen.add(c)
+            if why is not None:
+                aside.append((c, why))
+                continue
+            files.append(Found(c, root))
         if root is not None and candidates and not kept:
             assert filters is not None
             errors.append(
@@ -250,7 +277,38 @@ def walk(
                     path=arg,
                 )
             )
-    return Walk(files, errors, left_out)
+    return Walk(files, errors, left_out, aside)
+
+
+def _aside(path: str, root: str | None, taken: dict[tuple[int, int], str]) -> str | None:
+    """Why the walk leaves the local file ``path`` (found under the folder ``root``, or
+    named: ``None``) alone, or ``None`` to take it; ``taken`` (device and inode -> path)
+    gets it when taken. ``-``, URLs and files that cannot be looked at are taken (reading
+    them says what is wrong)."""
+    if path == STDIN or is_url(path):
+        return None
+    try:
+        st = os.stat(path)
+        link = root is not None and os.path.islink(path)
+    except OSError:
+        return None
+    if link:
+        assert root is not None
+        real, top = os.path.realpath(path), os.path.realpath(root)
+        if os.path.commonpath([real, top]) != top:
+            return (
+                f"a symbolic link to {real}, outside {root}: a folder run never follows a "
+                "link out of its folder (name the file itself to process it)"
+            )
+    key = (st.st_dev, st.st_ino)
+    first = taken.setdefault(key, path)
+    if first != path:
+        return f"{SAME_FILE}{first}, taken already in this run"
+    return None
+
+
+SAME_FILE = "the same file as "
+"""How the reason of a second path to a file taken already begins (:func:`walk`)."""
 
 
 def _dir_ids(folders: Sequence[str]) -> set[tuple[int, int]]:

@@ -413,3 +413,49 @@ def test_convert_never_overwrites_an_output_changed_since_it_wrote_it(tmp_path: 
     assert f"its output {out}/a/claude.jsonl changed since compactctl wrote it" in err
     assert (out / "a" / "claude.jsonl").read_bytes() == grown
     assert _snapshot(out) == before  # the others held their bytes: not rewritten
+
+
+def test_a_folder_run_takes_each_file_once_and_stays_inside_the_folder(tmp_path: Path) -> None:
+    """A file symlink in a folder is not followed out of it (``elsewhere/private.jsonl``
+    is never appended to by a run over ``tree``), and two paths to one file are one job:
+    the first found in the walk's order is kept, the other is skipped naming it."""
+    tree = tmp_path / "tree"
+    a = _session(tree / "a.jsonl", 8, 1)
+    (tree / "b.jsonl").symlink_to("a.jsonl")
+    private = _session(tmp_path / "elsewhere" / "private.jsonl", 8, 2)
+    (tree / "link.jsonl").symlink_to(os.path.join("..", "elsewhere", "private.jsonl"))
+    before_a, before_private = a.read_bytes(), private.read_bytes()
+    args = ("compact", "--force", "--no-store", "--jobs", "2")
+    r = run_cli(*args, "--json", str(tree), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    assert private.read_bytes() == before_private  # outside the tree: untouched
+    grown = a.read_bytes()
+    assert grown.startswith(before_a) and grown.count(b"\n") == before_a.count(b"\n") + 2
+    doc = orjson.loads(r.stdout)
+    entries = {e["path"]: e for e in doc["files"]}
+    assert entries[f"{tree}/a.jsonl"]["outcome"] == "changed"
+    assert entries[f"{tree}/b.jsonl"] == {
+        "path": f"{tree}/b.jsonl",
+        "outcome": "skipped",
+        "reason": f"the same file as {tree}/a.jsonl, taken already in this run",
+    }
+    assert entries[f"{tree}/link.jsonl"]["outcome"] == "skipped"
+    assert entries[f"{tree}/link.jsonl"]["reason"] == (
+        f"a symbolic link to {private}, outside {tree}: a folder run never follows a link out "
+        "of its folder (name the file itself to process it)"
+    )
+    saved = entries[f"{tree}/a.jsonl"]["tokensSaved"]
+    assert doc["totals"]["skipped"] == 2 and doc["totals"]["changed"] == 1
+    assert saved > 0 and doc["totals"]["tokensSaved"] == saved  # one file's saving, once
+    # the summary line counts the skips; each skip is said on stderr
+    r = run_cli(*args, str(tree), env=ENV)
+    err = r.stderr.decode()
+    assert r.returncode == 0, err
+    assert err.splitlines()[-1] == "0 files compacted, 1 unchanged, 2 skipped."
+    assert f"{tree}/link.jsonl: skipped: a symbolic link to {private}, outside" in err
+    assert private.read_bytes() == before_private
+    # named on the command line, a symlink is read wherever it leads
+    r = run_cli(*args, str(tree / "link.jsonl"), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    after = private.read_bytes()
+    assert after.startswith(before_private) and after.count(b"\n") == 25 + 2

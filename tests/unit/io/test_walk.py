@@ -45,6 +45,29 @@ def test_walk_finds_files_with_their_root_in_order(tmp_path: Path) -> None:
     assert found.errors == [] and found.left_out == 0
 
 
+def test_walk_takes_each_file_once_and_no_link_out_of_a_folder(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    _tree(root)
+    os.link(root / "top.jsonl", root / "hard.jsonl")  # a hard link: one file, two names
+    (root / "a" / "via.jsonl").symlink_to(os.path.join("..", "b", "s.jsonl"))
+    (tmp_path / "x.jsonl").write_bytes(b"{}\n")
+    (root / "out.jsonl").symlink_to(tmp_path / "x.jsonl")
+    found = walk([str(root), f"{root}/../t/top.jsonl", str(root / "out.jsonl")])
+    t = str(root)
+    assert [f.path for f in found.files] == [f"{t}/a/s.jsonl", f"{t}/a/via.jsonl",
+        f"{t}/b/c/t.jsonl.gz", f"{t}/hard.jsonl", f"{t}/out.jsonl"]  # fmt: skip
+    assert found.files[-1].root is None  # named: read wherever its link leads
+    assert found.skipped == [
+        (f"{t}/b/s.jsonl", f"the same file as {t}/a/via.jsonl, taken already in this run"),
+        (f"{t}/top.jsonl", f"the same file as {t}/hard.jsonl, taken already in this run"),
+        (f"{t}/../t/top.jsonl", f"the same file as {t}/hard.jsonl, taken already in this run"),
+    ]  # fmt: skip
+    # found in the folder alone, the link out of it is skipped
+    assert walk([str(root)]).skipped[1] == (
+        f"{t}/out.jsonl", f"a symbolic link to {tmp_path}/x.jsonl, outside {t}: a folder run "
+        "never follows a link out of its folder (name the file itself to process it)")  # fmt: skip
+
+
 def test_walk_never_enters_a_skipped_folder(tmp_path: Path) -> None:
     _tree(tmp_path / "t")
     out = tmp_path / "t" / "out"
