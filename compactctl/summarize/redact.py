@@ -24,7 +24,8 @@ The kinds and their sources (:data:`KINDS` lists them all):
   ``=``, ``:``, ``:=``, ``=>``: env lines (``SECRET=...``, ``export TOKEN=...``), JSON
   (``"client_secret": "..."``), YAML, INI (the AWS credentials file), code, quoted values
   with spaces, short passwords; ``--password X`` flags; ``Authorization: Basic|Bearer|token
-  ...`` headers.
+  ...`` headers, their value quoted too (``"Authorization": "Bearer X"`` in JSON, a Python
+  dict's repr, YAML; a tool call's ``{"headers": {"Authorization": "Bearer X"}}``).
 
 A name with ``key``, ``token`` or ``auth`` alone (``cache_key``, ``max_tokens``) is weak:
 its value is redacted only when it looks generated (hex of 16+, or letters, digits and
@@ -537,6 +538,50 @@ def _value(text: str, i: int, line_style: bool) -> tuple[int, int, bool]:
     return i, end, False
 
 
+def _quote_len(text: str, i: int) -> int:
+    """The length of the quote that opens ``text[i:]``: 1 for ``"``, ``'`` or a backtick, 2
+    for ``\\"`` or ``\\'`` (JSON inside a JSON string), else 0."""
+    c = text[i : i + 1]
+    if c in ("'", '"', "`") and c:
+        return 1
+    return 2 if c == "\\" and text[i + 1 : i + 2] in ('"', "'") else 0
+
+
+@functools.lru_cache(maxsize=256)
+def _auth_name(name: str) -> bool:
+    """Whether a name is an Authorization header's (its last word ``auth`` or
+    ``authorization``: ``Authorization``, ``Proxy-Authorization``, ``auth``)."""
+    words = _WORDS.findall(name)
+    return bool(words) and words[-1].lower() in ("auth", "authorization")
+
+
+def _credential(text: str, low: str, i: int) -> Span | None:
+    """The credential of an ``Authorization`` value that starts at ``text[i]`` with a scheme
+    word (``Bearer X``, ``Basic X``, ``token X``), bare or quoted (``"Bearer X"``,
+    ``'Bearer X'``, ``\\"Bearer X\\"``): the span to redact, which keeps the quotes, and
+    the scheme word but for ``Bearer`` (``Authorization: [REDACTED:bearer-token]``). An empty
+    span for a placeholder or a template (``Bearer $TOKEN``, ``f"Bearer {token}"``,
+    ``"Bearer " + token``); ``None`` when the value opens with no scheme word (RFC 9110,
+    section 11.6.2: ``Authorization: <scheme> <credentials>``)."""
+    quote = _quote_len(text, i)
+    start = i + quote
+    scheme_end = low.find(" ", start, start + 12)
+    scheme = low[start:scheme_end]
+    if scheme_end < 0 or scheme not in _SCHEMES:
+        return None
+    kind = {"basic": "basic-auth", "bearer": "bearer-token"}.get(scheme, "auth-header")
+    if quote:
+        s, e, _ = _value(text, i, False)  # to the closing quote
+        s = scheme_end + 1
+        e = s + len(text[s:e].rstrip())
+    else:
+        s, e, _ = _value(text, scheme_end + 1, False)
+    value = text[s:e]
+    if e - s < 6 or _placeholder(value) or (value[0] in "{#" and value[-1] == "}"):
+        return s, s, kind
+    return (start if kind == "bearer-token" else s), e, kind
+
+
 def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     """``NAME op VALUE`` where NAME holds the keyword found: judged by :func:`_name_class`
     and the value's shape (see the module docstring)."""
@@ -558,21 +603,17 @@ def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     i = m.end()
     if strength == 1 and not env:
         # weak name: only a generated-looking value (or an Authorization scheme) is a secret
-        if _GENERATED_START.match(text, i) is None and not low.startswith(_SCHEMES, i):
+        if _GENERATED_START.match(text, i) is None and not low.startswith(
+            _SCHEMES, i + _quote_len(text, i)
+        ):
             return
     elif strength == 1:
         strength = 2  # TOKEN=..., API_KEY=...
-    if low.startswith(_SCHEMES, i) and _WORDS.findall(name)[-1].lower() in (
-        "auth",
-        "authorization",
-    ):
-        scheme_end = low.find(" ", i, i + 12)
-        scheme = low[i:scheme_end]
-        if scheme in _SCHEMES:
-            s, e, _ = _value(text, scheme_end + 1, False)
-            if e - s >= 6 and not _placeholder(text[s:e]):
-                kind = {"basic": "basic-auth", "bearer": "bearer-token"}.get(scheme, "auth-header")
-                yield (i if kind == "bearer-token" else s), e, kind
+    if _auth_name(name):
+        found = _credential(text, low, i)
+        if found is not None:
+            if found[1] > found[0]:
+                yield found
             return
     lead = text[max(0, start - 32) : start]
     # the line's start: after a newline, or after a ``\\n`` escape (in an escaped text)
@@ -803,6 +844,11 @@ def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
                 strength == 1 and _generated(value)
             ):
                 return "[REDACTED:assigned-secret]"
+            if strength == 1 and _auth_name(key):  # {"Authorization": "Bearer X"}
+                found = _credential(value, _lowered(value), 0)
+                if found is not None and found[1] > found[0]:
+                    s, e, kind = found
+                    return f"{value[:s]}[REDACTED:{kind}]{redact(value[e:])}"
         out = seen.get(value)
         if out is None:
             out = seen[value] = redact(value)

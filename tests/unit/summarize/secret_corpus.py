@@ -288,6 +288,22 @@ def _cases(rng: random.Random) -> list[Secret]:
         "[db]\npassword = {}\n",
     )
     gen("python-kwarg-password", lambda: _pick(rng, ALNUM, 10) + "!", 'connect(password="{}")')
+    # quoted Authorization values (review 11): the scheme word follows the opening quote
+    gen(
+        "json-authorization-bearer",
+        lambda: _pick(rng, ALNUM, 40),
+        '{{"url": "https://api.local/v1", "headers": {{"Authorization": "Bearer {}"}}}}',
+    )
+    gen(
+        "python-repr-authorization",
+        lambda: _pick(rng, ALNUM, 32),
+        "HTTPError: 401 Client Error; sent headers {{'Authorization': 'Bearer {}'}}",
+    )
+    gen(
+        "yaml-authorization-token",
+        lambda: _pick(rng, HEX, 40),
+        'headers:\n  Authorization: "Token {}"\n',
+    )
     return out
 
 

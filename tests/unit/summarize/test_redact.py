@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.summarize.redact import redact
+from compactctl.summarize.redact import redact, redact_messages, redact_value
 from tests.helpers import SAMPLES
 
 SECRETS = [
@@ -81,3 +82,73 @@ def test_letters_that_case_fold_onto_ascii_do_not_hide_a_secret():
 def test_prefilters_agree_with_case_folding_letters(parts):
     text = "".join(parts)
     assert redact(text) == _reference(text)
+
+
+TOK = "R11opaqueTok3n0987654321abcdef"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the header form, as before: the reference the quoted forms match
+        (f"Authorization: Bearer {TOK}", "Authorization: [REDACTED:bearer-token]"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED:basic-auth]"),
+        # JSON, a Python repr (a traceback's headers), YAML, JSON inside a JSON string
+        (f'{{"Authorization": "Bearer {TOK}"}}', '{"Authorization": "[REDACTED:bearer-token]"}'),
+        (
+            f"sent headers {{'Authorization': 'Bearer {TOK}'}}",
+            "sent headers {'Authorization': '[REDACTED:bearer-token]'}",
+        ),
+        (f'Authorization: "Bearer {TOK}"', 'Authorization: "[REDACTED:bearer-token]"'),
+        (
+            f'{{"args": "{{\\"Authorization\\": \\"Bearer {TOK}\\"}}"}}',
+            '{"args": "{\\"Authorization\\": \\"[REDACTED:bearer-token]\\"}"}',
+        ),
+        (
+            '"authorization": "Basic dXNlcjpwYXNzd29yZA=="',
+            '"authorization": "Basic [REDACTED:basic-auth]"',
+        ),
+        (
+            '"Authorization": "Token abc123def456"',
+            '"Authorization": "Token [REDACTED:auth-header]"',
+        ),
+        (
+            f'headers["Proxy-Authorization"] = "Bearer {TOK}"',
+            'headers["Proxy-Authorization"] = "[REDACTED:bearer-token]"',
+        ),
+    ],
+)
+def test_a_quoted_authorization_value_loses_its_credential(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(text) == _reference(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"Authorization": f"Bearer {token}"}',
+        'headers = {"Authorization": "Bearer " + token}',
+        "{'Authorization': 'Bearer %s' % token}",
+        '"Authorization": "Bearer ${GITHUB_TOKEN}"',
+        '"Authorization": "Bearer <your token>"',
+        '"Authorization": "required"',
+    ],
+)
+def test_a_quoted_authorization_template_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_authorization_in_tool_call_arguments_loses_its_credential() -> None:
+    args = {"url": "https://api.local/v1", "headers": {"Authorization": f"Bearer {TOK}"}}
+    assert redact_value(args) == {
+        "url": "https://api.local/v1",
+        "headers": {"Authorization": "[REDACTED:bearer-token]"},
+    }
+    assert redact_value({"authorization": "Basic dXNlcjpwYXNzd29yZA=="}) == {
+        "authorization": "Basic [REDACTED:basic-auth]"
+    }
+    assert redact_value({"Authorization": "Bearer $TOKEN"}) == {"Authorization": "Bearer $TOKEN"}
+    messages = [
+        {"role": "assistant", "toolCalls": [{"id": "c1", "name": "fetch", "arguments": args}]}
+    ]
+    assert TOK not in repr(redact_messages(messages))
