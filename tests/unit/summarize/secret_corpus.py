@@ -304,6 +304,19 @@ def _cases(rng: random.Random) -> list[Secret]:
         lambda: _pick(rng, HEX, 40),
         'headers:\n  Authorization: "Token {}"\n',
     )
+    # short-flag, netrc and cookie passwords (review 11)
+    gen("mysql-attached-password", lambda: _pick(rng, ALNUM, 12), "mysql -u root -p{} -h db shop")
+    gen("sshpass-password", lambda: _pick(rng, ALNUM, 10), "sshpass -p '{}' ssh deploy@web1")
+    gen("docker-login-password", lambda: _pick(rng, ALNUM, 14), "docker login -u ci -p {} reg.io")
+    gen("redis-cli-password", lambda: _pick(rng, ALNUM, 16), "redis-cli -h cache -a {} ping")
+    gen("openssl-pass", lambda: _pick(rng, ALNUM, 12), "openssl rsa -in k.pem -passin pass:{}")
+    gen("htpasswd-password", lambda: _pick(rng, ALNUM, 10), "htpasswd -b .htpasswd admin {}")
+    gen(
+        "netrc-password",
+        lambda: _pick(rng, ALNUM, 12),
+        "machine api.x.io\n  login bot\n  password {}",
+    )
+    gen("cookie-header", lambda: _pick(rng, URLSAFE, 32), "Cookie: theme=dark; session={}")
     return out
 
 

@@ -152,3 +152,118 @@ def test_authorization_in_tool_call_arguments_loses_its_credential() -> None:
         {"role": "assistant", "toolCalls": [{"id": "c1", "name": "fetch", "arguments": args}]}
     ]
     assert TOK not in repr(redact_messages(messages))
+
+
+CLI = "[REDACTED:cli-password]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mysql -u root -pS3cretPw99 -h db", f"mysql -u root -p{CLI} -h db"),
+        ("mysqldump -uroot -p'Pw 9' shop > x.sql", f"mysqldump -uroot -p'{CLI}' shop > x.sql"),
+        (
+            'bash -lc "cd /app && mariadb -pInline99 shop"',
+            f'bash -lc "cd /app && mariadb -p{CLI} shop"',
+        ),
+        (
+            "docker exec -it db mysql -uroot -pDockPw1 -e 'select 1'",
+            f"docker exec -it db mysql -uroot -p{CLI} -e 'select 1'",
+        ),
+        ("sshpass -p 'SshPassw0rd' ssh root@host", f"sshpass -p '{CLI}' ssh root@host"),
+        ("sshpass -pSshPw2 ssh h", f"sshpass -p{CLI} ssh h"),
+        (
+            "docker login -u me -p D0ckerPw11 registry.io",
+            f"docker login -u me -p {CLI} registry.io",
+        ),
+        ("sudo podman login -pPodPw1 quay.io", f"sudo podman login -p{CLI} quay.io"),
+        ("redis-cli -h cache -a R3disPw77 ping", f"redis-cli -h cache -a {CLI} ping"),
+        (
+            "az login --service-principal -u 1 -p AzPw9999 -t t",
+            f"az login --service-principal -u 1 -p {CLI} -t t",
+        ),
+        (
+            "openssl enc -aes-256-cbc -k EncPassw0rd -in x",
+            f"openssl enc -aes-256-cbc -k {CLI} -in x",
+        ),
+        (
+            "openssl pkcs12 -export -passout pass:P12Pw99 -out k.p12",
+            f"openssl pkcs12 -export -passout pass:{CLI} -out k.p12",
+        ),
+        ("htpasswd -b .htpasswd admin HtPw1234", f"htpasswd -b .htpasswd admin {CLI}"),
+        (
+            "htpasswd -cbB -C 12 /etc/.htpasswd admin HtPw5678",
+            f"htpasswd -cbB -C 12 /etc/.htpasswd admin {CLI}",
+        ),
+        ("htpasswd -nb admin HtPw9999", f"htpasswd -nb admin {CLI}"),
+        # sshpass's options end where its command begins: mkdir's -p is no password
+        ("sshpass -p Pw1 ssh host mkdir -p /srv/x", f"sshpass -p {CLI} ssh host mkdir -p /srv/x"),
+        (
+            "default login anonymous password guest@x.io",
+            "default login anonymous password [REDACTED:assigned-secret]",
+        ),
+        # a command inside a JSON document printed as text (a tool call's arguments)
+        (
+            '{"command": "mysql -u root -pS3cretPw99 -h db"}',
+            f'{{"command": "mysql -u root -p{CLI} -h db"}}',
+        ),
+        (
+            "machine api.heroku.com login me@x.com password N3trcPw55",
+            "machine api.heroku.com login me@x.com password [REDACTED:assigned-secret]",
+        ),
+        (
+            "machine h\n  login u\n  password Multi9\n",
+            "machine h\n  login u\n  password [REDACTED:assigned-secret]\n",
+        ),
+        ("Cookie: session=CookieSess1234567890abcdef", "Cookie: session=[REDACTED:cookie]"),
+        (
+            "Set-Cookie: sid=abc123xyz; Path=/; HttpOnly",
+            "Set-Cookie: sid=[REDACTED:cookie]; Path=/; HttpOnly",
+        ),
+        (
+            'curl -H "Cookie: a=1; b=two" https://x',
+            'curl -H "Cookie: a=[REDACTED:cookie]; b=[REDACTED:cookie]" https://x',
+        ),
+        ('{"Cookie": "session=Xyz123"}', '{"Cookie": "session=[REDACTED:cookie]"}'),
+    ],
+)
+def test_short_flag_netrc_and_cookie_passwords_are_redacted(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(text) == _reference(text)
+    assert redact(expected) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -p",  # prompts
+        "mysql -u root -p shop",  # prompts; shop is the database
+        "mysql -P3306 -h db",  # -P: the port
+        "mysql -u root -p$MYSQL_PWD",
+        "grep -p foo bar.txt",
+        "ls -a && ls -la",
+        "tar -k -xf x.tar",
+        "mkdir -p /tmp/x",
+        "pytest -k test_login",
+        "git checkout -b feature",
+        "echo mysql; grep -a x f",
+        "grep mysql -a f",
+        "docker run -p 8080:80 nginx",
+        "docker login -u me --password-stdin registry.io",
+        "az vm create -n vm -p x",
+        "sshpass -P assword ssh h",
+        "openssl rsa -passin env:KEYPW -in k.pem",
+        "openssl req -pass file:pw.txt",
+        "htpasswd -c .htpasswd admin",
+        "enter your login and password hunter2",
+        "the machine is down, password reset pending",
+        "Cookie: chocolate chip",
+        "my_cookie: a=b",
+        "Set-Cookie: sid=$SID; Path=/",
+        'headers = {"Cookie": f"session={sid}"}',
+        "The default password is admin",
+        "cmd = f'mysql -u {user} -p{password} {db}'",
+    ],
+)
+def test_ordinary_commands_keep_their_flags(text: str) -> None:
+    assert redact(text) == text
