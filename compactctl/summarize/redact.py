@@ -910,6 +910,18 @@ def _alternatives(
     return _Rule(literal, pattern, lower, handlers)
 
 
+_K_NAMES = (
+    ("key", "(?:ey|(?<=tok)en)" + _ASSIGN_TAIL, _assignment),
+    ("cookie", r"(?<=cook)ie(?:\\?[\"'])?[ \t]*:[ \t]*", _cookie),
+)
+"""The ``k`` rule's name alternatives: ``key``/``token`` assignments, ``Cookie:`` headers."""
+_P_NAMES = (
+    ("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),
+    ("netrc", r"assword[ \t]+", _netrc),
+)
+"""The ``p`` rule's: ``pass``/``pwd`` assignments, a ``.netrc`` ``password X``."""
+
+
 def _rules() -> tuple[_Rule, ...]:
     """Every rule, one regex each, each starting with a literal (one scan per rule).
 
@@ -930,24 +942,8 @@ def _rules() -> tuple[_Rule, ...]:
                 ("mailchimp", r"us(?<=[0-9a-f]{32}-us)[0-9]{1,2}(?![0-9a-z])", _mailchimp),
             ),
         ),
-        _alternatives(
-            "k",
-            _K,
-            True,
-            (
-                ("key", "(?:ey|(?<=tok)en)" + _ASSIGN_TAIL, _assignment),
-                ("cookie", r"(?<=cook)ie(?:\\?[\"'])?[ \t]*:[ \t]*", _cookie),
-            ),
-        ),
-        _alternatives(
-            "p",
-            _P,
-            True,
-            (
-                ("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),
-                ("netrc", r"assword[ \t]+", _netrc),
-            ),
-        ),
+        _alternatives("k", _K, True, _K_NAMES),
+        _alternatives("p", _P, True, _P_NAMES),
         _alternatives("g", _G, True),
         _alternatives("x", _X, True),
         _alternatives("v", _V, True),

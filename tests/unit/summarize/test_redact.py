@@ -123,21 +123,6 @@ def test_a_quoted_authorization_value_loses_its_credential(text: str, expected: 
     assert redact(text) == _reference(text)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"Authorization": f"Bearer {token}"}',
-        'headers = {"Authorization": "Bearer " + token}',
-        "{'Authorization': 'Bearer %s' % token}",
-        '"Authorization": "Bearer ${GITHUB_TOKEN}"',
-        '"Authorization": "Bearer <your token>"',
-        '"Authorization": "required"',
-    ],
-)
-def test_a_quoted_authorization_template_is_kept(text: str) -> None:
-    assert redact(text) == text
-
-
 def test_authorization_in_tool_call_arguments_loses_its_credential() -> None:
     args = {"url": "https://api.local/v1", "headers": {"Authorization": f"Bearer {TOK}"}}
     assert redact_value(args) == {
@@ -231,39 +216,3 @@ def test_short_flag_netrc_and_cookie_passwords_are_redacted(text: str, expected:
     assert redact(text) == expected
     assert redact(text) == _reference(text)
     assert redact(expected) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "mysql -p",  # prompts
-        "mysql -u root -p shop",  # prompts; shop is the database
-        "mysql -P3306 -h db",  # -P: the port
-        "mysql -u root -p$MYSQL_PWD",
-        "grep -p foo bar.txt",
-        "ls -a && ls -la",
-        "tar -k -xf x.tar",
-        "mkdir -p /tmp/x",
-        "pytest -k test_login",
-        "git checkout -b feature",
-        "echo mysql; grep -a x f",
-        "grep mysql -a f",
-        "docker run -p 8080:80 nginx",
-        "docker login -u me --password-stdin registry.io",
-        "az vm create -n vm -p x",
-        "sshpass -P assword ssh h",
-        "openssl rsa -passin env:KEYPW -in k.pem",
-        "openssl req -pass file:pw.txt",
-        "htpasswd -c .htpasswd admin",
-        "enter your login and password hunter2",
-        "the machine is down, password reset pending",
-        "Cookie: chocolate chip",
-        "my_cookie: a=b",
-        "Set-Cookie: sid=$SID; Path=/",
-        'headers = {"Cookie": f"session={sid}"}',
-        "The default password is admin",
-        "cmd = f'mysql -u {user} -p{password} {db}'",
-    ],
-)
-def test_ordinary_commands_keep_their_flags(text: str) -> None:
-    assert redact(text) == text
