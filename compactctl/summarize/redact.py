@@ -1078,6 +1078,11 @@ def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
                 if found is not None and found[1] > found[0]:
                     s, e, kind = found
                     return f"{value[:s]}[REDACTED:{kind}]{redact(value[e:])}"
+            elif strength == 0 and key.lower() in ("cookie", "set-cookie"):
+                header = f"{key}: "  # {"Cookie": "session=X"}: judged as the header
+                judged = redact(header + value)
+                if judged.startswith(header):
+                    return judged[len(header) :]
         out = seen.get(value)
         if out is None:
             out = seen[value] = redact(value)

@@ -133,6 +133,9 @@ def test_authorization_in_tool_call_arguments_loses_its_credential() -> None:
         "authorization": "Basic [REDACTED:basic-auth]"
     }
     assert redact_value({"Authorization": "Bearer $TOKEN"}) == {"Authorization": "Bearer $TOKEN"}
+    assert redact_value({"headers": {"Cookie": "sid=Ab12Cd34; theme=dark", "Accept": "a=b"}}) == {
+        "headers": {"Cookie": "sid=[REDACTED:cookie]; theme=[REDACTED:cookie]", "Accept": "a=b"}
+    }
     messages = [
         {"role": "assistant", "toolCalls": [{"id": "c1", "name": "fetch", "arguments": args}]}
     ]
