@@ -413,12 +413,19 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
 
 
 def _opening(raw: bytes | None, size: int = 40) -> str:
-    """What a line looks like: its first ``size`` characters, quoted (control bytes escaped).
+    """What a line looks like: its first ``size`` characters, quoted (control bytes escaped),
+    secrets redacted (:func:`compactctl.summarize.redact.redact`, on the line's first 1,024
+    bytes so that a secret cut at ``size`` is still recognised): the message goes to stderr,
+    ``--json``, ``--report`` pages and the store's run log.
 
     >>> _opening(b"# Notes on aider"), _opening(b"<html><body>" * 5)
     ("'# Notes on aider'", "'<html><body><html><body><html><body><htm...'")
+    >>> _opening(b"OPENAI_API_KEY=sk-proj-" + b"a1B2" * 10)
+    "'OPENAI_API_KEY=[REDACTED:openai-key]'"
     """
-    text = (raw or b"")[: size * 4].decode("utf-8", "replace").rstrip("\r\n")
+    from compactctl.summarize.redact import redact  # only a refusal needs it
+
+    text = redact((raw or b"")[:1024].decode("utf-8", "replace").rstrip("\r\n"))
     return repr(text[:size] + ("..." if len(text) > size else ""))
 
 

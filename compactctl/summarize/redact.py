@@ -24,7 +24,16 @@ The kinds and their sources (:data:`KINDS` lists them all):
   ``=``, ``:``, ``:=``, ``=>``: env lines (``SECRET=...``, ``export TOKEN=...``), JSON
   (``"client_secret": "..."``), YAML, INI (the AWS credentials file), code, quoted values
   with spaces, short passwords; ``--password X`` flags; ``Authorization: Basic|Bearer|token
-  ...`` headers.
+  ...`` headers, their value quoted too (``"Authorization": "Bearer X"`` in JSON, a Python
+  dict's repr, YAML; a tool call's ``{"headers": {"Authorization": "Bearer X"}}``); a
+  ``.netrc`` entry's ``password X`` (after ``machine``/``default`` and ``login``);
+- **cookies**: the values of a ``Cookie:`` header, the first pair of a ``Set-Cookie:``;
+- **short-flag passwords**, where the command's program makes the flag one (its first word,
+  or after ``sudo``, ``docker exec``, ``ssh HOST``, ...): ``mysql``/``mariadb``/``mysqldump
+  -pPW`` (attached; ``-p PW`` prompts, PW is a database), ``sshpass -p``, ``docker``/
+  ``podman``/``az login -p``, ``redis-cli -a``, ``openssl -k``/``-K``/``-pass pass:PW``
+  (also ``-passin``, ``-passout``), ``htpasswd -b``'s password argument. ``grep -p``, ``ls
+  -a``, ``tar -k`` and a ``-p`` after any other program are no password.
 
 A name with ``key``, ``token`` or ``auth`` alone (``cache_key``, ``max_tokens``) is weak:
 its value is redacted only when it looks generated (hex of 16+, or letters, digits and
@@ -38,13 +47,15 @@ its newlines as ``\\n`` escapes: a line, and a word, begin after one as after a 
 Not recognised: a random string with neither a known prefix nor a telling name
 (detect-secrets' entropy plugins flag quoted ones; here they would take ids and hashes too),
 Discord bot tokens, the data of a Kubernetes Secret, PuTTY key files, a ``Bearer`` token
-outside an ``Authorization`` header.
+outside an ``Authorization`` header, a password piped to ``sudo -S`` or given by a short flag
+of a program not listed above, ``curl -b``/``--cookie`` values.
 
 Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 14 regexes, each starting
 with a literal, so each costs about one ``str.find`` over the text; the tokens that share a
 character share a regex (``A``: AWS, Google, Artifactory, Age, Bedrock, Atlassian, PyPI,
-Telegram; ``k``: names with ``key`` or ``token``, Stripe, OpenAI, Anthropic, Mailgun; ``p``:
-names with ``pass`` or ``pwd``, Shopify, npm, Databricks, Square; ...), a literal the
+Telegram; ``k``: names with ``key`` or ``token``, cookies, Stripe, OpenAI, Anthropic,
+Mailgun; ``p``: names with ``pass`` or ``pwd``, netrc, Shopify, npm, Databricks, Square;
+``-``: PEM lines, ``--password`` and the short flags; ...), a literal the
 text lacks costs a ``str.find`` (a ``memchr`` for one character; ``secret``, ``auth``,
 ``hf_`` and ``://`` are found so too), and a rule's search starts at its literal's first
 occurrence. The case-insensitive rules run on
@@ -122,6 +133,11 @@ KINDS: dict[str, str] = {
     "basic-auth": "an Authorization: Basic header (gitleaks curl-auth-header)",
     "bearer-token": "an Authorization: Bearer header",
     "auth-header": "another Authorization scheme (token, Digest, ...)",
+    "cookie": "the values of a Cookie or Set-Cookie header (RFC 6265: a session cookie is a"
+    " bearer credential)",
+    "cli-password": "a password given to a program by a short flag or argument, as its manual"
+    " defines it: mysql/mariadb -pPW, sshpass -p, docker/podman/az login -p, redis-cli -a,"
+    " openssl -k/-K/-pass pass:, htpasswd -b's password",
     "assigned-secret": "gitleaks generic-api-key; detect-secrets KeywordDetector, and the"
     " keyword-based provider rules (AWS secret access key, Azure AccountKey, GCP"
     " private_key_id, IBM, Softlayer, Cloudant)",
@@ -537,6 +553,55 @@ def _value(text: str, i: int, line_style: bool) -> tuple[int, int, bool]:
     return i, end, False
 
 
+def _quote_len(text: str, i: int) -> int:
+    """The length of the quote that opens ``text[i:]``: 1 for ``"``, ``'`` or a backtick, 2
+    for ``\\"`` or ``\\'`` (JSON inside a JSON string), else 0."""
+    c = text[i : i + 1]
+    if c in ("'", '"', "`") and c:
+        return 1
+    return 2 if c == "\\" and text[i + 1 : i + 2] in ('"', "'") else 0
+
+
+@functools.lru_cache(maxsize=256)
+def _auth_name(name: str) -> bool:
+    """Whether a name is an Authorization header's (its last word ``auth`` or
+    ``authorization``: ``Authorization``, ``Proxy-Authorization``, ``auth``)."""
+    words = _WORDS.findall(name)
+    return bool(words) and words[-1].lower() in ("auth", "authorization")
+
+
+def _template(value: str) -> bool:
+    """A value that code fills in: ``{token}`` (an f-string, ``str.format``), ``#{token}``."""
+    return value[:1] in ("{", "#") and value[-1:] == "}"
+
+
+def _credential(text: str, low: str, i: int) -> Span | None:
+    """The credential of an ``Authorization`` value that starts at ``text[i]`` with a scheme
+    word (``Bearer X``, ``Basic X``, ``token X``), bare or quoted (``"Bearer X"``,
+    ``'Bearer X'``, ``\\"Bearer X\\"``): the span to redact, which keeps the quotes, and
+    the scheme word but for ``Bearer`` (``Authorization: [REDACTED:bearer-token]``). An empty
+    span for a placeholder or a template (``Bearer $TOKEN``, ``f"Bearer {token}"``,
+    ``"Bearer " + token``); ``None`` when the value opens with no scheme word (RFC 9110,
+    section 11.6.2: ``Authorization: <scheme> <credentials>``)."""
+    quote = _quote_len(text, i)
+    start = i + quote
+    scheme_end = low.find(" ", start, start + 12)
+    scheme = low[start:scheme_end]
+    if scheme_end < 0 or scheme not in _SCHEMES:
+        return None
+    kind = {"basic": "basic-auth", "bearer": "bearer-token"}.get(scheme, "auth-header")
+    if quote:
+        s, e, _ = _value(text, i, False)  # to the closing quote
+        s = scheme_end + 1
+        e = s + len(text[s:e].rstrip())
+    else:
+        s, e, _ = _value(text, scheme_end + 1, False)
+    value = text[s:e]
+    if e - s < 6 or _placeholder(value) or _template(value):
+        return s, s, kind
+    return (start if kind == "bearer-token" else s), e, kind
+
+
 def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     """``NAME op VALUE`` where NAME holds the keyword found: judged by :func:`_name_class`
     and the value's shape (see the module docstring)."""
@@ -558,21 +623,17 @@ def _assignment(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     i = m.end()
     if strength == 1 and not env:
         # weak name: only a generated-looking value (or an Authorization scheme) is a secret
-        if _GENERATED_START.match(text, i) is None and not low.startswith(_SCHEMES, i):
+        if _GENERATED_START.match(text, i) is None and not low.startswith(
+            _SCHEMES, i + _quote_len(text, i)
+        ):
             return
     elif strength == 1:
         strength = 2  # TOKEN=..., API_KEY=...
-    if low.startswith(_SCHEMES, i) and _WORDS.findall(name)[-1].lower() in (
-        "auth",
-        "authorization",
-    ):
-        scheme_end = low.find(" ", i, i + 12)
-        scheme = low[i:scheme_end]
-        if scheme in _SCHEMES:
-            s, e, _ = _value(text, scheme_end + 1, False)
-            if e - s >= 6 and not _placeholder(text[s:e]):
-                kind = {"basic": "basic-auth", "bearer": "bearer-token"}.get(scheme, "auth-header")
-                yield (i if kind == "bearer-token" else s), e, kind
+    if _auth_name(name):
+        found = _credential(text, low, i)
+        if found is not None:
+            if found[1] > found[0]:
+                yield found
             return
     lead = text[max(0, start - 32) : start]
     # the line's start: after a newline, or after a ``\\n`` escape (in an escaped text)
@@ -623,6 +684,202 @@ def _flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
         yield s, e, "assigned-secret"
 
 
+# --------------------------------------------------------------------------- command lines
+
+_PROGRAMS = {
+    "mysql": "mysql",
+    "mysqldump": "mysql",
+    "mysqladmin": "mysql",
+    "mariadb": "mysql",
+    "mariadb-dump": "mysql",
+    "sshpass": "sshpass",
+    "docker": "login",
+    "podman": "login",
+    "az": "login",
+    "redis-cli": "redis-cli",
+    "openssl": "openssl",
+    "htpasswd": "htpasswd",
+}
+"""The programs whose short flag (or argument) is a password, by the group that says which:
+``mysql``: ``-pPW`` attached (``-p PW`` prompts and names a database); ``sshpass``: ``-p``;
+``login`` (``docker login``, ``podman login``, ``az login``): ``-p``; ``redis-cli``: ``-a``;
+``openssl``: ``-k``, ``-K`` (the key itself), ``-pass``/``-passin``/``-passout pass:PW``;
+``htpasswd``: ``-b``'s password, the last argument (each program's manual page)."""
+
+_ENDS = ";|&`("
+"""What ends a command before its program (a line, ``;``, a pipe, ``&&``, ``$(``; and a
+``\\n`` escape)."""
+_PROGRAM_HINT = re.compile("|".join(sorted(_PROGRAMS)))
+_SHELL_WORD = re.compile(r"""(?:[^\s;|&<>()`'"\\]|\\(?![nrt"']))+""")
+_ARG_SPLIT = re.compile(r"(?:\s|\\[nrt])+")
+
+
+_OPENERS = "\"'\\[{(`"
+"""What may precede a word in a command written inside code or JSON (``["mysql``)."""
+
+
+def _program(low: str, flag: int) -> tuple[str, list[str]] | None:
+    """The program group (:data:`_PROGRAMS`) of the command whose flag starts at
+    ``low[flag]``, and the words between the program and the flag; ``None`` when no known
+    program comes before the flag in its command (``grep -p``, ``ls -a``, ``echo mysql; tar
+    -k``). The program is the nearest known one (``docker exec db mysql -pX``: ``mysql``); a
+    command ends at a line, ``;``, a pipe, ``&&`` or ``$(``."""
+    lo = max(0, flag - 512)
+    lo = max(lo, low.rfind("\n", lo, flag) + 1)  # one memrchr: the line, then the command
+    if _PROGRAM_HINT.search(low, lo, flag) is None:
+        return None  # the common case (mkdir -p, ls -a): no known program on the line
+    escape = low.rfind("\\n", lo, flag)
+    start = max(escape + 2 if escape >= 0 else lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
+    words = low[start:flag].split()
+    for k in range(len(words) - 1, -1, -1):
+        group = _PROGRAMS.get(words[k].lstrip(_OPENERS).rsplit("/", 1)[-1])
+        if group is not None:
+            return group, words[k + 1 :]
+    return None
+
+
+def _two_words(words: list[str]) -> bool:
+    """Whether two words in a row are no flag (the options have ended: a command follows)."""
+    return any(a[:1] != "-" and b[:1] != "-" for a, b in zip(words, words[1:], strict=False))
+
+
+def _arg(text: str, i: int, skip: bool = True) -> tuple[int, int, int] | None:
+    """The command-line argument at ``text[i]`` (after spaces when ``skip``): ``(start, end,
+    next)``, its text without quotes and where the next one may start; ``None`` at the end
+    of the command."""
+    if skip:
+        while i < len(text) and text[i] in " \t":
+            i += 1
+    quote = _quote_len(text, i)
+    if quote:
+        s, e, _ = _value(text, i, False)
+        return s, e, e + quote
+    m = _SHELL_WORD.match(text, i)
+    return None if m is None else (i, m.end(), m.end())
+
+
+def _password_arg(text: str, found: tuple[int, int, int] | None) -> Iterator[Span]:
+    """A command-line password argument, unless it is a placeholder or another flag."""
+    if found is not None:
+        s, e, _ = found
+        value = text[s:e]
+        if not value.startswith("-") and not _placeholder(value) and not _template(value):
+            yield s, e, "cli-password"
+
+
+def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """`` -p``, `` -a``, `` -k``, `` -pass``, a cluster with ``b``: a password when the
+    command's program (:func:`_program`) makes it one (:data:`_PROGRAMS`)."""
+    flag = m.start()  # the "-"
+    found = _program(low, flag)
+    if found is None:
+        return
+    word = _SHELL_WORD.match(text, flag)
+    end = word.end() if word is not None else m.end()
+    name = text[flag + 1 : end]  # as written: -P (a port) is not -p
+    group, between = found
+    attached = name[:1] == "p" and len(name) > 1 or text[flag + 2 : flag + 3] in ("'", '"')
+    if group == "sshpass" and _two_words(between):
+        return  # sshpass -p PW ssh host mkdir -p /x: -p is the wrapped command's
+    if group == "mysql" or (group in ("sshpass", "login") and attached):
+        # -pPW (mysql: only so; -p PW prompts and PW names the database)
+        if attached and name[:1] == "p" and (group != "login" or "login" in between):
+            yield from _password_arg(text, _arg(text, flag + 2, skip=False))
+    elif group in ("sshpass", "login", "redis-cli", "openssl"):
+        wanted = {"sshpass": ("p",), "login": ("p",), "redis-cli": ("a",)}.get(
+            group, ("k", "K", "pass", "passin", "passout")
+        )
+        if name not in wanted or (group == "login" and "login" not in between):
+            return
+        arg = _arg(text, end)
+        if group == "openssl" and name.startswith("pass"):
+            if arg is None or not low.startswith("pass:", arg[0]):
+                return
+            arg = (arg[0] + 5, arg[1], arg[2])
+        yield from _password_arg(text, arg)
+    elif group == "htpasswd" and name.isalpha() and "b" in name:
+        # htpasswd -b[cmBdpsD] [-C cost] [-r rounds] FILE USER PASSWORD (-n: USER PASSWORD)
+        wanted_index = 1 if any("n" in w for w in between if w[:1] == "-") or "n" in name else 2
+        args: list[tuple[int, int, int]] = []
+        i = end
+        takes_value = False
+        while len(args) <= wanted_index:
+            arg = _arg(text, i)
+            if arg is None:
+                return
+            i = arg[2]
+            value = text[arg[0] : arg[1]]
+            if takes_value:
+                takes_value = False
+            elif value.startswith("-") and arg[1] == arg[2]:  # a flag, not a quoted "-x"
+                takes_value = value in ("-C", "-r")
+                if "n" in value:
+                    wanted_index = 1
+            else:
+                args.append(arg)
+        yield from _password_arg(text, args[wanted_index])
+
+
+_NETRC_WORDS = ("machine", "login", "account")
+
+
+def _netrc(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """``password X`` in a ``.netrc`` entry (``machine HOST login USER password X``, over one
+    line or several; ``default login USER password X``): the words before ``password`` are
+    netrc pairs back to ``machine`` or ``default`` (curl's and ftp's netrc format)."""
+    kw = m.start()
+    window = low[max(0, kw - 256) : kw]
+    if not _word_start(text, kw) or ("machine" not in window and "default" not in window):
+        return
+    words = [w.lstrip(_OPENERS) for w in _ARG_SPLIT.split(window)[-9:]]
+    j = len(words) - (1 if words and not words[-1] else 0)
+    for pairs in range(5):
+        if pairs and j >= 1 and words[j - 1] == "default":
+            break  # default login USER password X (not "the default password is ...")
+        if pairs == 4 or j < 2 or words[j - 2] not in _NETRC_WORDS:
+            return
+        if words[j - 2] == "machine":
+            break
+        j -= 2
+    found = _arg(text, m.end())
+    if found is not None and not _placeholder(text[found[0] : found[1]]):
+        yield found[0], found[1], "assigned-secret"
+
+
+_COOKIE_END = re.compile(r"""[^\r\n"'`\\]*""")
+
+
+def _cookie(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """A ``Cookie:`` header's values (every ``name=value``) and a ``Set-Cookie:`` header's
+    (the first pair; ``Path=``, ``Expires=`` and the other attributes are kept), the header
+    bare or quoted (``"Cookie": "session=X"``); a session cookie is a bearer credential (RFC
+    6265, section 8)."""
+    kw = m.start() - 3  # the "c" of "cookie"
+    if not _word_start(text, kw):
+        return
+    set_cookie = low.startswith("set-", kw - 4)
+    i = m.end()
+    if _quote_len(text, i):
+        s, e, _ = _value(text, i, False)
+    else:
+        s, e = i, _COOKIE_END.match(text, i, i + 8192).end()  # type: ignore[union-attr]
+    pos = s
+    while pos < e:
+        semi = text.find(";", pos, e)
+        stop = semi if semi >= 0 else e
+        eq = text.find("=", pos, stop)
+        if eq >= 0:
+            vs = eq + 1
+            ve = vs + len(text[vs:stop].rstrip())
+            while vs < ve and text[vs] == " ":
+                vs += 1
+            if ve > vs and not _placeholder(text[vs:ve]) and not _template(text[vs:ve]):
+                yield vs, ve, "cookie"
+        if set_cookie:
+            return
+        pos = stop + 1
+
+
 # --------------------------------------------------------------------------- the rules
 
 
@@ -653,6 +910,18 @@ def _alternatives(
     return _Rule(literal, pattern, lower, handlers)
 
 
+_K_NAMES = (
+    ("key", "(?:ey|(?<=tok)en)" + _ASSIGN_TAIL, _assignment),
+    ("cookie", r"(?<=cook)ie(?:\\?[\"'])?[ \t]*:[ \t]*", _cookie),
+)
+"""The ``k`` rule's name alternatives: ``key``/``token`` assignments, ``Cookie:`` headers."""
+_P_NAMES = (
+    ("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),
+    ("netrc", r"assword[ \t]+", _netrc),
+)
+"""The ``p`` rule's: ``pass``/``pwd`` assignments, a ``.netrc`` ``password X``."""
+
+
 def _rules() -> tuple[_Rule, ...]:
     """Every rule, one regex each, each starting with a literal (one scan per rule).
 
@@ -669,11 +938,12 @@ def _rules() -> tuple[_Rule, ...]:
             (
                 ("pem", _PEM_RE, _pem),
                 ("flag", _FLAG_RE, _flag),
+                ("command_flag", r"(?<=[ \t]-)(?:p|a|k|[cnimsdp25]{0,6}b)", _command_flag),
                 ("mailchimp", r"us(?<=[0-9a-f]{32}-us)[0-9]{1,2}(?![0-9a-z])", _mailchimp),
             ),
         ),
-        _alternatives("k", _K, True, (("key", "(?:ey|(?<=tok)en)" + _ASSIGN_TAIL, _assignment),)),
-        _alternatives("p", _P, True, (("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),)),
+        _alternatives("k", _K, True, _K_NAMES),
+        _alternatives("p", _P, True, _P_NAMES),
         _alternatives("g", _G, True),
         _alternatives("x", _X, True),
         _alternatives("v", _V, True),
@@ -803,6 +1073,16 @@ def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
                 strength == 1 and _generated(value)
             ):
                 return "[REDACTED:assigned-secret]"
+            if strength == 1 and _auth_name(key):  # {"Authorization": "Bearer X"}
+                found = _credential(value, _lowered(value), 0)
+                if found is not None and found[1] > found[0]:
+                    s, e, kind = found
+                    return f"{value[:s]}[REDACTED:{kind}]{redact(value[e:])}"
+            elif strength == 0 and key.lower() in ("cookie", "set-cookie"):
+                header = f"{key}: "  # {"Cookie": "session=X"}: judged as the header
+                judged = redact(header + value)
+                if judged.startswith(header):
+                    return judged[len(header) :]
         out = seen.get(value)
         if out is None:
             out = seen[value] = redact(value)

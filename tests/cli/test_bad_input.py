@@ -682,3 +682,27 @@ def test_format_reads_text_lines_as_skipped_and_says_so(tmp_path: Path) -> None:
         f"{path}: 2 lines skipped, not read as part of the conversation: line 3 (malformed "
         "JSON), line 4 (malformed JSON); inspect lists them"
     ) in r.stderr
+
+
+def test_a_refused_file_is_quoted_without_its_secret(tmp_path: Path) -> None:
+    """The refusal quotes how the file starts (stderr, ``--json``, the ``--report`` page, the
+    store's run log): a secret in those characters is redacted first (review 11 found 17
+    characters of an OpenAI key there)."""
+    key = "sk-proj-R11abcdefghijklmnopqrstuvwxyz0123"
+    path = tmp_path / "k.jsonl"
+    path.write_text(f"OPENAI_API_KEY={key}\n")
+    db = tmp_path / "store.sqlite"
+    report = tmp_path / "r.html"
+    env = {"COMPACTCTL_DB": str(db)}
+    r = run_cli("compact", "--json", "--report", str(report), str(path), env=env)
+    assert r.returncode == 3, r.stderr
+    stderr = r.stderr.decode()
+    assert "line 1 starts 'OPENAI_API_KEY=[REDACTED:openai-key]'" in stderr
+    store = [p.read_bytes() for p in tmp_path.glob("store.sqlite*")]  # and its -wal
+    assert store and any(b"[REDACTED:openai-key]" in data for data in store)  # the run log
+    written = [r.stdout, r.stderr, report.read_bytes(), *store]
+    assert "[REDACTED:openai-key]" in orjson.loads(r.stdout)["files"][0]["error"]["message"]
+    assert all(b"R11abcdefghij" not in data and b"sk-proj-R11" not in data for data in written)
+    r = run_cli("inspect", str(tmp_path / "k.jsonl"), env=env)
+    assert r.returncode == 3 and b"R11abc" not in r.stderr
+    assert "[REDACTED:openai-key]" in r.stderr.decode()

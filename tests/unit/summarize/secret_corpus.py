@@ -288,6 +288,31 @@ def _cases(rng: random.Random) -> list[Secret]:
         "[db]\npassword = {}\n",
     )
     gen("python-kwarg-password", lambda: _pick(rng, ALNUM, 10) + "!", 'connect(password="{}")')
+    # review 11: quoted Authorization values; short-flag, netrc and cookie passwords
+    for kind, alphabet, size, context in (
+        (
+            "json-authorization-bearer",
+            ALNUM,
+            40,
+            '{{"url": "https://api.local/v1", "headers": {{"Authorization": "Bearer {}"}}}}',
+        ),
+        (
+            "python-repr-authorization",
+            ALNUM,
+            32,
+            "HTTPError: 401 Client Error; sent headers {{'Authorization': 'Bearer {}'}}",
+        ),
+        ("yaml-authorization-token", HEX, 40, 'headers:\n  Authorization: "Token {}"\n'),
+        ("mysql-attached-password", ALNUM, 12, "mysql -u root -p{} -h db shop"),
+        ("sshpass-password", ALNUM, 10, "sshpass -p '{}' ssh deploy@web1"),
+        ("docker-login-password", ALNUM, 14, "docker login -u ci -p {} reg.io"),
+        ("redis-cli-password", ALNUM, 16, "redis-cli -h cache -a {} ping"),
+        ("openssl-pass", ALNUM, 12, "openssl rsa -in k.pem -passin pass:{}"),
+        ("htpasswd-password", ALNUM, 10, "htpasswd -b .htpasswd admin {}"),
+        ("netrc-password", ALNUM, 12, "machine api.x.io\n  login bot\n  password {}"),
+        ("cookie-header", URLSAFE, 32, "Cookie: theme=dark; session={}"),
+    ):
+        gen(kind, lambda a=alphabet, n=size: _pick(rng, a, n), context)
     return out
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactctl.summarize.redact import redact
+from compactctl.summarize.redact import redact, redact_messages, redact_value
 from tests.helpers import SAMPLES
 
 SECRETS = [
@@ -81,3 +82,140 @@ def test_letters_that_case_fold_onto_ascii_do_not_hide_a_secret():
 def test_prefilters_agree_with_case_folding_letters(parts):
     text = "".join(parts)
     assert redact(text) == _reference(text)
+
+
+TOK = "R11opaqueTok3n0987654321abcdef"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the header form, as before: the reference the quoted forms match
+        (f"Authorization: Bearer {TOK}", "Authorization: [REDACTED:bearer-token]"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED:basic-auth]"),
+        # JSON, a Python repr (a traceback's headers), YAML, JSON inside a JSON string
+        (f'{{"Authorization": "Bearer {TOK}"}}', '{"Authorization": "[REDACTED:bearer-token]"}'),
+        (
+            f"sent headers {{'Authorization': 'Bearer {TOK}'}}",
+            "sent headers {'Authorization': '[REDACTED:bearer-token]'}",
+        ),
+        (f'Authorization: "Bearer {TOK}"', 'Authorization: "[REDACTED:bearer-token]"'),
+        (
+            f'{{"args": "{{\\"Authorization\\": \\"Bearer {TOK}\\"}}"}}',
+            '{"args": "{\\"Authorization\\": \\"[REDACTED:bearer-token]\\"}"}',
+        ),
+        (
+            '"authorization": "Basic dXNlcjpwYXNzd29yZA=="',
+            '"authorization": "Basic [REDACTED:basic-auth]"',
+        ),
+        (
+            '"Authorization": "Token abc123def456"',
+            '"Authorization": "Token [REDACTED:auth-header]"',
+        ),
+        (
+            f'headers["Proxy-Authorization"] = "Bearer {TOK}"',
+            'headers["Proxy-Authorization"] = "[REDACTED:bearer-token]"',
+        ),
+    ],
+)
+def test_a_quoted_authorization_value_loses_its_credential(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(text) == _reference(text)
+
+
+def test_authorization_in_tool_call_arguments_loses_its_credential() -> None:
+    args = {"url": "https://api.local/v1", "headers": {"Authorization": f"Bearer {TOK}"}}
+    assert redact_value(args) == {
+        "url": "https://api.local/v1",
+        "headers": {"Authorization": "[REDACTED:bearer-token]"},
+    }
+    assert redact_value({"authorization": "Basic dXNlcjpwYXNzd29yZA=="}) == {
+        "authorization": "Basic [REDACTED:basic-auth]"
+    }
+    assert redact_value({"Authorization": "Bearer $TOKEN"}) == {"Authorization": "Bearer $TOKEN"}
+    assert redact_value({"headers": {"Cookie": "sid=Ab12Cd34; theme=dark", "Accept": "a=b"}}) == {
+        "headers": {"Cookie": "sid=[REDACTED:cookie]; theme=[REDACTED:cookie]", "Accept": "a=b"}
+    }
+    messages = [
+        {"role": "assistant", "toolCalls": [{"id": "c1", "name": "fetch", "arguments": args}]}
+    ]
+    assert TOK not in repr(redact_messages(messages))
+
+
+CLI = "[REDACTED:cli-password]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mysql -u root -pS3cretPw99 -h db", f"mysql -u root -p{CLI} -h db"),
+        ("mysqldump -uroot -p'Pw 9' shop > x.sql", f"mysqldump -uroot -p'{CLI}' shop > x.sql"),
+        (
+            'bash -lc "cd /app && mariadb -pInline99 shop"',
+            f'bash -lc "cd /app && mariadb -p{CLI} shop"',
+        ),
+        (
+            "docker exec -it db mysql -uroot -pDockPw1 -e 'select 1'",
+            f"docker exec -it db mysql -uroot -p{CLI} -e 'select 1'",
+        ),
+        ("sshpass -p 'SshPassw0rd' ssh root@host", f"sshpass -p '{CLI}' ssh root@host"),
+        ("sshpass -pSshPw2 ssh h", f"sshpass -p{CLI} ssh h"),
+        (
+            "docker login -u me -p D0ckerPw11 registry.io",
+            f"docker login -u me -p {CLI} registry.io",
+        ),
+        ("sudo podman login -pPodPw1 quay.io", f"sudo podman login -p{CLI} quay.io"),
+        ("redis-cli -h cache -a R3disPw77 ping", f"redis-cli -h cache -a {CLI} ping"),
+        (
+            "az login --service-principal -u 1 -p AzPw9999 -t t",
+            f"az login --service-principal -u 1 -p {CLI} -t t",
+        ),
+        (
+            "openssl enc -aes-256-cbc -k EncPassw0rd -in x",
+            f"openssl enc -aes-256-cbc -k {CLI} -in x",
+        ),
+        (
+            "openssl pkcs12 -export -passout pass:P12Pw99 -out k.p12",
+            f"openssl pkcs12 -export -passout pass:{CLI} -out k.p12",
+        ),
+        ("htpasswd -b .htpasswd admin HtPw1234", f"htpasswd -b .htpasswd admin {CLI}"),
+        (
+            "htpasswd -cbB -C 12 /etc/.htpasswd admin HtPw5678",
+            f"htpasswd -cbB -C 12 /etc/.htpasswd admin {CLI}",
+        ),
+        ("htpasswd -nb admin HtPw9999", f"htpasswd -nb admin {CLI}"),
+        # sshpass's options end where its command begins: mkdir's -p is no password
+        ("sshpass -p Pw1 ssh host mkdir -p /srv/x", f"sshpass -p {CLI} ssh host mkdir -p /srv/x"),
+        (
+            "default login anonymous password guest@x.io",
+            "default login anonymous password [REDACTED:assigned-secret]",
+        ),
+        # a command inside a JSON document printed as text (a tool call's arguments)
+        (
+            '{"command": "mysql -u root -pS3cretPw99 -h db"}',
+            f'{{"command": "mysql -u root -p{CLI} -h db"}}',
+        ),
+        (
+            "machine api.heroku.com login me@x.com password N3trcPw55",
+            "machine api.heroku.com login me@x.com password [REDACTED:assigned-secret]",
+        ),
+        (
+            "machine h\n  login u\n  password Multi9\n",
+            "machine h\n  login u\n  password [REDACTED:assigned-secret]\n",
+        ),
+        ("Cookie: session=CookieSess1234567890abcdef", "Cookie: session=[REDACTED:cookie]"),
+        (
+            "Set-Cookie: sid=abc123xyz; Path=/; HttpOnly",
+            "Set-Cookie: sid=[REDACTED:cookie]; Path=/; HttpOnly",
+        ),
+        (
+            'curl -H "Cookie: a=1; b=two" https://x',
+            'curl -H "Cookie: a=[REDACTED:cookie]; b=[REDACTED:cookie]" https://x',
+        ),
+        ('{"Cookie": "session=Xyz123"}', '{"Cookie": "session=[REDACTED:cookie]"}'),
+    ],
+)
+def test_short_flag_netrc_and_cookie_passwords_are_redacted(text: str, expected: str) -> None:
+    assert redact(text) == expected
+    assert redact(text) == _reference(text)
+    assert redact(expected) == expected

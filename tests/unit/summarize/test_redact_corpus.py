@@ -233,6 +233,41 @@ def test_a_key_body_without_its_begin_line_is_redacted() -> None:
         "SELECT key, value FROM settings WHERE key = 'theme'",
         "--password-file /run/secrets/db",
         "private_key_path: ~/.ssh/id_ed25519",
+        # review 11: templates of a quoted Authorization value; flag, netrc and cookie
+        # look-alikes
+        '{"Authorization": f"Bearer {token}"}',
+        'headers = {"Authorization": "Bearer " + token}',
+        "{'Authorization': 'Bearer %s' % token}",
+        '"Authorization": "Bearer ${GITHUB_TOKEN}"',
+        '"Authorization": "Bearer <your token>"',
+        '"Authorization": "required"',
+        "mysql -p",  # prompts
+        "mysql -u root -p shop",  # prompts; shop is the database
+        "mysql -P3306 -h db",  # -P: the port
+        "mysql -u root -p$MYSQL_PWD",
+        "grep -p foo bar.txt",
+        "ls -a && ls -la",
+        "tar -k -xf x.tar",
+        "mkdir -p /tmp/x",
+        "pytest -k test_login",
+        "git checkout -b feature",
+        "echo mysql; grep -a x f",
+        "grep mysql -a f",
+        "docker run -p 8080:80 nginx",
+        "docker login -u me --password-stdin registry.io",
+        "az vm create -n vm -p x",
+        "sshpass -P assword ssh h",
+        "openssl rsa -passin env:KEYPW -in k.pem",
+        "openssl req -pass file:pw.txt",
+        "htpasswd -c .htpasswd admin",
+        "enter your login and password hunter2",
+        "the machine is down, password reset pending",
+        "Cookie: chocolate chip",
+        "my_cookie: a=b",
+        "Set-Cookie: sid=$SID; Path=/",
+        'headers = {"Cookie": f"session={sid}"}',
+        "The default password is admin",
+        "cmd = f'mysql -u {user} -p{password} {db}'",
     ],
 )
 def test_code_and_placeholders_are_not_secrets(text: str) -> None:
