@@ -18,8 +18,14 @@ $(STAMP): pyproject.toml
 demo: install
 	@bash scripts/demo.sh
 
+# The suite on 2 worker processes (pytest-xdist; many tests wait on CLI subprocesses, so one
+# process leaves a core idle). loadfile: a test file runs on one worker, so its module fixtures
+# (a Dask cluster, the 100 MB line, the golden runs' pool) are made once. (loadgroup does not
+# group on pytest 9.2 with pytest-xdist 3.8.0, pytest-xdist issue 1386.)
+# `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	$(BIN)/ruff check compactctl tests bench

@@ -48,7 +48,11 @@ def golden_runs(
     request: pytest.FixtureRequest, _shared_cache: Path
 ) -> Iterator[dict[str, Future[dict[str, Any]]]]:
     """The runs of the golden cases selected in this session, started at once on a thread
-    pool in the order the tests will ask for them: ``{case name: future of its result}``."""
+    pool in the order the tests will ask for them: ``{case name: future of its result}``.
+
+    Under pytest-xdist a worker collects every test but runs only those sent to it, so this
+    file must run on one worker: ``--dist loadfile``, as ``make test`` runs it (with
+    ``--dist load`` every worker would run every case)."""
     selected = [
         item.callspec.params["name"]
         for item in request.session.items

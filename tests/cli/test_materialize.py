@@ -72,8 +72,11 @@ def test_dry_run_and_check_never_call_the_model(tmp_path):
     r = run_cli(*common, "--check", str(path), env=env)
     assert r.returncode == 1, r.stderr  # work to do, and still no model call
     assert path.read_bytes() == (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
-    # the real run does call it (and fails here, appending nothing)
-    r = run_cli(*common, str(path), env={**env, "COMPACTCTL_DEBUG": ""})
+    # the real run does call it (and fails here, appending nothing); one call without
+    # litellm's retries and their backoff (COMPACTCTL_NUM_RETRIES, default 2) is enough
+    r = run_cli(
+        *common, str(path), env={**env, "COMPACTCTL_DEBUG": "", "COMPACTCTL_NUM_RETRIES": "0"}
+    )
     assert r.returncode != 0
     assert path.read_bytes() == (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
 

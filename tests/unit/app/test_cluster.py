@@ -88,9 +88,12 @@ def test_a_dead_worker_is_retried_once_then_the_file_fails(address: str, tmp_pat
     assert all(isinstance(out[f], dict) for f in (files[0], files[2], files[4]))
 
 
-def test_an_unreachable_scheduler_says_how_to_start_one() -> None:
+def test_an_unreachable_scheduler_says_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from compactctl.errors import UsageError
 
+    # nothing listens on port 9: the client retries until its timeout, then the message.
+    # 1 s instead of CONNECT_TIMEOUT_S (10 s) reaches the same message 9 s sooner
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1)
     with (
         pytest.raises(UsageError, match="dask scheduler"),
         cluster.connect("tcp://127.0.0.1:9") as _,
