@@ -143,7 +143,12 @@ def test_convert_many_files_in_parallel_equals_one_at_a_time(tmp_path: Path):
         "canonical",
     ]
     assert [f["changed"] for f in report["files"]] == [True, True, True, False]
-    assert sorted(p.name for p in two.iterdir()) == sorted(CONVERT_INPUTS)
+    # the outputs, and the folder of their records (what -o DIR/ wrote, to refuse
+    # overwriting an output changed since)
+    assert sorted(p.name for p in two.iterdir()) == sorted([*CONVERT_INPUTS, ".compactctl"])
+    assert sorted(p.name for p in (two / ".compactctl").iterdir()) == sorted(
+        f"{n}.json" for n in CONVERT_INPUTS
+    )
     for name in CONVERT_INPUTS:
         assert (two / name).read_bytes() == (one / name).read_bytes()
     # the canonical input comes back byte for byte; no source changed
@@ -190,7 +195,8 @@ def test_convert_never_mixes_sessions_in_one_output(tmp_path: Path):
         assert b"give a folder (-o DIR/) to write one file per input" in r.stderr
     assert not (tmp_path / "one.jsonl").exists()
     assert run_cli("convert", "-q", "-o", str(tmp_path), a, b).returncode == 0  # an existing dir
-    assert len(list(tmp_path.iterdir())) == 2
+    outputs = sorted(p.name for p in tmp_path.iterdir() if p.name != ".compactctl")
+    assert outputs == sorted(Path(x).name for x in (a, b))
 
 
 def test_documents_in_folders_are_opt_in(tmp_path: Path) -> None:
