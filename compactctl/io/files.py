@@ -465,14 +465,28 @@ def open_input(path: str, identity: list[IdentityReader] | None = None) -> Itera
     """Open a transcript for reading as a binary stream (``-``: stdin; gzip by magic bytes).
 
     The file is opened once. With ``identity`` (a file, not stdin), the bytes read are
-    hashed as they pass and the :class:`IdentityReader` is appended to that list.
+    hashed as they pass and the :class:`IdentityReader` is appended to that list. An empty
+    stdin is read as an empty transcript, with a :class:`~compactctl.errors.CompactWarning`
+    (a pipe whose first command failed gives one).
 
     Raises:
         InputError: the file cannot be opened (missing, a folder, no permission).
     """
     if path == STDIN:
         stream: BinaryIO = sys.stdin.buffer
-        head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+        head = stream.peek(2)[:2] if hasattr(stream, "peek") else None
+        if head == b"":  # at its end already: nothing was piped in
+            import warnings
+
+            from compactctl.errors import CompactWarning
+
+            warnings.warn(
+                CompactWarning(
+                    "-: standard input is empty (did the command before the pipe fail?); "
+                    "read as a transcript without events"
+                ),
+                stacklevel=3,
+            )
         if head == GZIP_MAGIC:
             with gzip.GzipFile(fileobj=stream) as gz:
                 yield gz  # type: ignore[misc]
