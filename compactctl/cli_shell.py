@@ -381,7 +381,7 @@ def command(
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("default", CompactWarning)
-                    warnings.showwarning = show_warning
+                    warnings.showwarning = functools.partial(show_warning, said=set())
                     f(**kwargs)
             except BrokenPipeError:
                 quiet_stdout()
@@ -474,10 +474,18 @@ def show_warning(
     lineno: int,
     file: Any = None,
     line: str | None = None,
+    *,
+    said: set[str] | None = None,
 ) -> None:
     """``warnings.showwarning`` while a command runs: a :class:`CompactWarning` as
-    ``compactctl: warning: MESSAGE`` on stderr, any other warning as Python prints it."""
+    ``compactctl: warning: MESSAGE`` on stderr (one with a ``once`` key already in ``said``,
+    the keys said in this run, is not said again), any other warning as Python prints it."""
     if issubclass(category, CompactWarning):
+        once = getattr(message, "once", None)
+        if once is not None and said is not None:
+            if once in said:
+                return
+            said.add(once)
         from compactctl.app.report import message as report_message
 
         report_message(f"compactctl: warning: {message}")

@@ -138,4 +138,10 @@ class CompactWarning(UserWarning):
     """A note for the user that is not an error (a value replaced so a line stays valid
     JSON, a damaged database moved aside, a store reconciled). Raised through
     ``warnings.warn``: said once per process and message; the CLI prints it on stderr as
-    ``compactctl: warning: MESSAGE``."""
+    ``compactctl: warning: MESSAGE``.
+
+    ``once``: a key (``None``: none); the CLI says a warning with a key only the first time
+    in a run (per process), whatever file its message names: ``no model is recorded`` names
+    the first file it is true of, not each of the 200 files of a cron folder."""
+
+    once: str | None = None

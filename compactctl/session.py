@@ -96,7 +96,9 @@ ran with it."""
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
-def context_window(override: int | None, session: SessionEvent | None, model: str | None) -> int:
+def context_window(
+    override: int | None, session: SessionEvent | None, model: str | None, path: str = ""
+) -> int:
     """The context window of a session, in tokens, from the first of:
 
     1. ``override`` (``--context-window`` or its config key);
@@ -105,7 +107,8 @@ def context_window(override: int | None, session: SessionEvent | None, model: st
        without a ``[1m]`` suffix, then without a date suffix (``-20250805``);
     4. a Claude model the table does not list: :data:`CLAUDE_WINDOW`;
     5. otherwise :data:`DEFAULT_CONTEXT_WINDOW`, with a
-       :class:`~compactctl.errors.CompactWarning` (said once per model and process).
+       :class:`~compactctl.errors.CompactWarning` naming ``path`` (the transcript), which
+       the CLI says once per model and run (its ``once`` key), for the first such file.
 
     For a Claude model (3 and 4), :data:`CLAUDE_LONG_WINDOW` when the model name ends in
     ``[1m]`` or the session's recorded peak prompt (``peakPromptTokens``) is larger than the
@@ -141,13 +144,12 @@ def context_window(override: int | None, session: SessionEvent | None, model: st
     from compactctl.errors import CompactWarning
 
     what = f"model {name!r} has no known context window" if name else "no model is recorded"
-    warnings.warn(
-        CompactWarning(
-            f"{what}: assuming a context window of {DEFAULT_CONTEXT_WINDOW:,} tokens (pass "
-            "--context-window N to set it)"
-        ),
-        stacklevel=2,
+    note = CompactWarning(
+        f"{path + ': ' if path else ''}{what}: assuming a context window of "
+        f"{DEFAULT_CONTEXT_WINDOW:,} tokens (pass --context-window N to set it)"
     )
+    note.once = f"context window of {name!r}"
+    warnings.warn(note, stacklevel=2)
     return DEFAULT_CONTEXT_WINDOW
 
 
@@ -358,7 +360,7 @@ class Session:
         return SessionMeta(
             model=model,
             key=session_key(event, self.path),
-            context_window=context_window(self._context_window, event, model),
+            context_window=context_window(self._context_window, event, model, self.path),
             encoding=encoding_name(self._encoding, model),
         )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import msg, run_cli, write_jsonl
+from tests.helpers import SAMPLES, msg, run_cli, write_jsonl
 from tests.unit.layers.test_micro import screenshot_session
 
 
@@ -61,6 +61,22 @@ def test_an_unknown_model_compacts_with_the_default_window_and_a_warning(tmp_pat
     assert r.returncode == 0 and b"warning" not in r.stderr
     (f,) = orjson.loads(r.stdout)["files"]
     assert f["contextWindow"] == 8000 and f["micro"]["targets"] == 1  # turn 1 of 3
+
+
+def test_a_folder_run_names_the_first_file_without_a_window_once(tmp_path: Path):
+    """A cron folder of sessions with no model: the warning names the first file it is
+    true of, once per run (review 11: it named none, so which of 200 files?)."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        (folder / name).write_bytes((SAMPLES / "small-s1.openai-chat.jsonl").read_bytes())
+    r = run_cli("inspect", "--estimate", "--jobs", "1", str(folder))
+    assert r.returncode == 0, r.stderr
+    warned = [line for line in r.stderr.decode().splitlines() if "warning" in line]
+    assert warned == [
+        f"compactctl: warning: {folder / 'a.jsonl'}: no model is recorded: assuming a context "
+        "window of 128,000 tokens (pass --context-window N to set it)"
+    ]
 
 
 @pytest.mark.parametrize("command", ["inspect", "compact", "tiers", "eval"])
