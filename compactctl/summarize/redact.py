@@ -32,8 +32,16 @@ The kinds and their sources (:data:`KINDS` lists them all):
   or after ``sudo``, ``docker exec``, ``ssh HOST``, ...): ``mysql``/``mariadb``/``mysqldump
   -pPW`` (attached; ``-p PW`` prompts, PW is a database), ``sshpass -p``, ``docker``/
   ``podman``/``az login -p``, ``redis-cli -a``, ``openssl -k``/``-K``/``-pass pass:PW``
-  (also ``-passin``, ``-passout``), ``htpasswd -b``'s password argument. ``grep -p``, ``ls
-  -a``, ``tar -k`` and a ``-p`` after any other program are no password.
+  (also ``-passin``, ``-passout``), ``htpasswd -b``'s password argument, ``openssl passwd``'s
+  arguments, ``curl -b``/``--cookie``'s cookie values (an argument without ``=`` is a cookie
+  file's name, curl's manual: kept) and ``curl -u user:PW`` without a URL too; what ``echo``
+  or ``printf`` pipes to ``sudo -S`` (``echo PW | sudo -S ...``: any word, ``hello`` too).
+  ``grep -p``, ``ls -a``, ``tar -k`` and a ``-p`` after any other program are no password.
+  ``mysql --password X`` loses X although mysql then prompts and X names the database: the
+  ``--password X`` rule does not know the program, and a database name redacted is harmless;
+- **argv arrays**: a list of strings whose first is a word (``["mysql", "-u", "root",
+  "-pPW"]``, a shell tool call's command as Codex writes it) is judged as the command
+  ``shlex.join`` renders, each string with the strings before it as its command.
 
 A name with ``key``, ``token`` or ``auth`` alone (``cache_key``, ``max_tokens``) is weak:
 its value is redacted only when it looks generated (hex of 16+, or letters, digits and
@@ -47,15 +55,18 @@ its newlines as ``\\n`` escapes: a line, and a word, begin after one as after a 
 Not recognised: a random string with neither a known prefix nor a telling name
 (detect-secrets' entropy plugins flag quoted ones; here they would take ids and hashes too),
 Discord bot tokens, the data of a Kubernetes Secret, PuTTY key files, a ``Bearer`` token
-outside an ``Authorization`` header, a password piped to ``sudo -S`` or given by a short flag
-of a program not listed above, ``curl -b``/``--cookie`` values.
+outside an ``Authorization`` header, a password given by a short flag of a program not listed
+above, one piped to ``sudo -S`` by another program than ``echo``/``printf`` (or by a here
+string), a flag after a quoted ``;`` (``curl -b 'a=1; b=2' -u user:PW``: the ``;`` ends the
+command as far as the rules see), an argv array inside a JSON text (a tool call's arguments
+kept as a JSON string: its strings are judged one by one).
 
-Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 14 regexes, each starting
+Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 15 regexes, each starting
 with a literal, so each costs about one ``str.find`` over the text; the tokens that share a
 character share a regex (``A``: AWS, Google, Artifactory, Age, Bedrock, Atlassian, PyPI,
 Telegram; ``k``: names with ``key`` or ``token``, cookies, Stripe, OpenAI, Anthropic,
 Mailgun; ``p``: names with ``pass`` or ``pwd``, netrc, Shopify, npm, Databricks, Square;
-``-``: PEM lines, ``--password`` and the short flags; ...), a literal the
+``-``: PEM lines, ``--password`` and the short flags; ``sudo``: ``-S``; ...), a literal the
 text lacks costs a ``str.find`` (a ``memchr`` for one character; ``secret``, ``auth``,
 ``hf_`` and ``://`` are found so too), and a rule's search starts at its literal's first
 occurrence. The case-insensitive rules run on
@@ -137,7 +148,8 @@ KINDS: dict[str, str] = {
     " bearer credential)",
     "cli-password": "a password given to a program by a short flag or argument, as its manual"
     " defines it: mysql/mariadb -pPW, sshpass -p, docker/podman/az login -p, redis-cli -a,"
-    " openssl -k/-K/-pass pass:, htpasswd -b's password",
+    " openssl -k/-K/-pass pass:, htpasswd -b's password, openssl passwd's, what echo or printf"
+    " pipes to sudo -S",
     "assigned-secret": "gitleaks generic-api-key; detect-secrets KeywordDetector, and the"
     " keyword-based provider rules (AWS secret access key, Azure AccountKey, GCP"
     " private_key_id, IBM, Softlayer, Cloudant)",
@@ -699,12 +711,15 @@ _PROGRAMS = {
     "redis-cli": "redis-cli",
     "openssl": "openssl",
     "htpasswd": "htpasswd",
+    "curl": "curl",
 }
 """The programs whose short flag (or argument) is a password, by the group that says which:
 ``mysql``: ``-pPW`` attached (``-p PW`` prompts and names a database); ``sshpass``: ``-p``;
 ``login`` (``docker login``, ``podman login``, ``az login``): ``-p``; ``redis-cli``: ``-a``;
 ``openssl``: ``-k``, ``-K`` (the key itself), ``-pass``/``-passin``/``-passout pass:PW``;
-``htpasswd``: ``-b``'s password, the last argument (each program's manual page)."""
+``htpasswd``: ``-b``'s password, the last argument; ``curl``: ``-b``/``--cookie``'s cookies
+(an argument without ``=`` is a cookie file's name) and ``-u``/``--user``'s password after
+the first ``:`` (each program's manual page)."""
 
 _ENDS = ";|&`("
 """What ends a command before its program (a line, ``;``, a pipe, ``&&``, ``$(``; and a
@@ -732,7 +747,8 @@ def _program(low: str, flag: int) -> tuple[str, list[str]] | None:
     start = max(escape + 2 if escape >= 0 else lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
     words = low[start:flag].split()
     for k in range(len(words) - 1, -1, -1):
-        group = _PROGRAMS.get(words[k].lstrip(_OPENERS).rsplit("/", 1)[-1])
+        word = words[k].rsplit('"', 1)[-1].rsplit("'", 1)[-1]  # {"k":"mysql: after a quote
+        group = _PROGRAMS.get(word.lstrip(_OPENERS).rsplit("/", 1)[-1])
         if group is not None:
             return group, words[k + 1 :]
     return None
@@ -771,6 +787,8 @@ def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     """`` -p``, `` -a``, `` -k``, `` -pass``, a cluster with ``b``: a password when the
     command's program (:func:`_program`) makes it one (:data:`_PROGRAMS`)."""
     flag = m.start()  # the "-"
+    if low[flag + 1] == "u" and low.rfind("curl", max(0, flag - 512), flag) < 0:
+        return  # -u, --user: only curl's (mysql -u, git push -u are common)
     found = _program(low, flag)
     if found is None:
         return
@@ -778,6 +796,9 @@ def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
     end = word.end() if word is not None else m.end()
     name = text[flag + 1 : end]  # as written: -P (a port) is not -p
     group, between = found
+    if group == "curl":
+        yield from _curl_flag(text, flag, name, end)
+        return
     attached = name[:1] == "p" and len(name) > 1 or text[flag + 2 : flag + 3] in ("'", '"')
     if group == "sshpass" and _two_words(between):
         return  # sshpass -p PW ssh host mkdir -p /x: -p is the wrapped command's
@@ -818,6 +839,130 @@ def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
             else:
                 args.append(arg)
         yield from _password_arg(text, args[wanted_index])
+
+
+def _curl_flag(text: str, flag: int, name: str, end: int) -> Iterator[Span]:
+    """curl's ``-b``/``--cookie`` (``-b 'sid=X; csrf=Y'``: every cookie's value; an argument
+    without ``=`` names a cookie file, curl's manual) and ``-u``/``--user`` (``-u user:pw``:
+    what follows the first ``:``; ``-u user`` prompts), the value after a space, an ``=``
+    (``--cookie=X``) or attached (``-bX``, ``-uX``); a cluster may end with the flag
+    (``-sb X``)."""
+    base, eq, _ = name.partition("=")
+    if base in ("-cookie", "-user"):
+        cookie = base == "-cookie"
+        arg = _arg(text, flag + 2 + len(base), skip=False) if eq else _arg(text, end)
+    elif base[:1] in ("b", "u") and len(base) > 1 and not eq:
+        cookie = base[0] == "b"
+        arg = _arg(text, flag + 2, skip=False)
+    elif base.isalpha() and base[-1:] in ("b", "u"):
+        cookie = base[-1] == "b"
+        arg = _arg(text, end)
+    else:
+        return
+    if arg is None:
+        return
+    s, e, _ = arg
+    if cookie:
+        if "=" in text[s:e]:
+            yield from _cookie_values(text, s, e, False)
+        return
+    colon = text.find(":", s, e)
+    if colon >= 0 and not _placeholder(text[colon + 1 : e]) and not _template(text[colon + 1 : e]):
+        yield colon + 1, e, "curl-auth-user"
+
+
+_SUDO_VALUED = frozenset("ugphCrtUDTR")
+"""sudo's short options that take a value (``-u USER``, ``-p PROMPT``, ...; sudo's manual)."""
+_SUDO_LONG_VALUED = _wordset(
+    "user group prompt host close-from role type other-user chdir chroot command-timeout"
+)
+
+
+def _sudo_reads_stdin(text: str, i: int) -> bool:
+    """Whether the sudo options that start at ``text[i]`` hold ``-S`` (alone, in a cluster
+    such as ``-kS``, or ``--stdin``) before the command sudo runs."""
+    takes_value = False
+    while (arg := _arg(text, i)) is not None:
+        word = text[arg[0] : arg[1]]
+        i = arg[2]
+        if takes_value:
+            takes_value = False
+        elif word == "--stdin":
+            return True
+        elif word.startswith("--"):
+            takes_value = "=" not in word and word[2:] in _SUDO_LONG_VALUED
+        elif word.startswith("-") and len(word) > 1:
+            for k, c in enumerate(word[1:], start=1):
+                if c == "S":
+                    return True
+                if c in _SUDO_VALUED:
+                    takes_value = k == len(word) - 1
+                    break
+        else:
+            return False
+    return False
+
+
+def _sudo_stdin(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """``echo PW | sudo -S CMD`` and ``printf '%s\\n' PW | sudo -S CMD``: ``-S`` reads the
+    password from the pipe (sudo's manual), so what ``echo`` or ``printf`` writes is one
+    (``echo``: its arguments after ``-n``/``-e``; ``printf``: its arguments after the format,
+    else the format; a trailing ``\\n`` is kept)."""
+    at = m.start()
+    if not _word_start(text, at) or not _sudo_reads_stdin(text, m.end()):
+        return
+    j = at
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    if j < 1 or text[j - 1] != "|" or text[j - 2 : j - 1] == "|":
+        return
+    lo = max(0, j - 512, text.rfind("\n", 0, j) + 1)
+    lo = max(lo, *[text.rfind(c, lo, j - 1) + 1 for c in ";&`("])
+    # the nearest echo or printf word (in JSON the command may follow a quote or a \n escape)
+    for program in ("echo", "printf"):
+        at = low.rfind(program, lo, j)
+        if at >= 0 and _word_start(text, at):
+            words: list[tuple[int, int, int]] = []
+            i = at + len(program)
+            while (arg := _arg(text, i)) is not None and arg[2] <= j:
+                words.append(arg)
+                i = arg[2]
+            if text[i:j].strip(" \t") == "|":
+                yield from _piped_words(text, program, words)
+                return
+
+
+def _piped_words(text: str, program: str, words: list[tuple[int, int, int]]) -> Iterator[Span]:
+    """What ``echo`` or ``printf`` (``program``) writes, given its arguments ``words``."""
+    if program == "echo":
+        while words and text[words[0][0] : words[0][1]] in ("-n", "-e", "-E", "-ne", "-en"):
+            words = words[1:]
+    else:
+        words = words[1:] or words  # printf FORMAT ARGS: the arguments, else the format
+    for s, e, nxt in words:
+        if text.endswith("\\n", s, e):
+            e -= 2
+        yield from _password_arg(text, (s, e, nxt))
+
+
+_OPENSSL_VALUED = _wordset("-salt -in -rand -writerand -provider -provider-path -propquery")
+"""``openssl passwd``'s options that take a value (its manual page)."""
+
+
+def _openssl_passwd(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """``openssl passwd [options] PW...``: each password it hashes (its manual page); the
+    arguments end where one is not after a space (``"...PW"`` in JSON: the string's end)."""
+    i = m.end()
+    takes_value = False
+    while text[i : i + 1] in (" ", "\t") and (arg := _arg(text, i)) is not None:
+        word = text[arg[0] : arg[1]]
+        i = arg[2]
+        if takes_value:
+            takes_value = False
+        elif word.startswith("-") and arg[1] == arg[2]:
+            takes_value = word in _OPENSSL_VALUED
+        else:
+            yield from _password_arg(text, arg)
 
 
 _NETRC_WORDS = ("machine", "login", "account")
@@ -863,6 +1008,12 @@ def _cookie(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
         s, e, _ = _value(text, i, False)
     else:
         s, e = i, _COOKIE_END.match(text, i, i + 8192).end()  # type: ignore[union-attr]
+    yield from _cookie_values(text, s, e, set_cookie)
+
+
+def _cookie_values(text: str, s: int, e: int, first_only: bool) -> Iterator[Span]:
+    """The values of the ``name=value`` pairs of ``text[s:e]``, separated by ``;`` (only the
+    first with ``first_only``), but for placeholders and templates."""
     pos = s
     while pos < e:
         semi = text.find(";", pos, e)
@@ -875,7 +1026,7 @@ def _cookie(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
                 vs += 1
             if ve > vs and not _placeholder(text[vs:ve]) and not _template(text[vs:ve]):
                 yield vs, ve, "cookie"
-        if set_cookie:
+        if first_only:
             return
         pos = stop + 1
 
@@ -918,6 +1069,7 @@ _K_NAMES = (
 _P_NAMES = (
     ("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),
     ("netrc", r"assword[ \t]+", _netrc),
+    ("openssl_passwd", r"(?<=openssl p)asswd(?=[ \t])", _openssl_passwd),
 )
 """The ``p`` rule's: ``pass``/``pwd`` assignments, a ``.netrc`` ``password X``."""
 
@@ -938,7 +1090,11 @@ def _rules() -> tuple[_Rule, ...]:
             (
                 ("pem", _PEM_RE, _pem),
                 ("flag", _FLAG_RE, _flag),
-                ("command_flag", r"(?<=[ \t]-)(?:p|a|k|[cnimsdp25]{0,6}b)", _command_flag),
+                (
+                    "command_flag",
+                    r"(?<=[ \t]-)(?:p|a|k|u|[cnimsdp25]{0,6}b|-cookie|-user)",
+                    _command_flag,
+                ),
                 ("mailchimp", r"us(?<=[0-9a-f]{32}-us)[0-9]{1,2}(?![0-9a-z])", _mailchimp),
             ),
         ),
@@ -951,6 +1107,7 @@ def _rules() -> tuple[_Rule, ...]:
         _alternatives("j", _J, True),
         _Rule("://", re.compile("://"), False, {"": _url}),
         _Rule("@", re.compile(r"@(?:tcp|unix)\("), False, {"": _dsn}),
+        _Rule("sudo", re.compile(r"sudo(?=[ \t])"), True, {"": _sudo_stdin}),
     ]
     for kw in ("secret", "auth"):
         pattern = re.compile(re.escape(kw) + _ASSIGN_TAIL)
@@ -1095,10 +1252,65 @@ def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
             k: _redact_value(v, k if isinstance(k, str) else None, seen) for k, v in value.items()
         }
     if type(value) is list:  # a JSON array (a list comprehension: no generator)
-        return [_redact_value(v, None, seen) for v in value]
+        items = [_redact_value(v, None, seen) for v in value]
+        if len(value) > 1 and type(value[0]) is str and _SHELL_WORD.fullmatch(value[0]):
+            return _redact_argv(items)
+        return items
     if isinstance(value, (list, tuple)):
         return type(value)(_redact_value(v, None, seen) for v in value)
     return value
+
+
+_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+"""A character that makes ``shlex.quote`` quote a word."""
+
+
+def _redact_argv(items: list[Any]) -> list[Any]:
+    """An argv array (``["mysql", "-u", "root", "-pPW"]``, as agents write a shell tool call's
+    command), its strings already redacted one by one, with each string judged again with the
+    strings before it as its command: they are joined as ``shlex.join`` renders them (the
+    command the extractive summary quotes) and the findings in that line are mapped back
+    into the strings. A list whose items are not all strings is returned as it is."""
+    if not all(type(v) is str for v in items):
+        return items
+    parts: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    for item in items:
+        quote = ""
+        if not item or _UNSAFE.search(item) is not None:
+            quote = "'" if "'" not in item else '"' if '"' not in item else ""
+        starts.append(pos + len(quote))
+        parts.append(f"{quote}{item}{quote}")
+        pos += len(parts[-1]) + 1
+    findings = find_secrets(" ".join(parts))
+    if not findings:
+        return items
+    out = list(items)
+    for k, item in enumerate(items):
+        a, b = starts[k], starts[k] + len(item)
+        spans = [(max(f.start, a) - a, min(f.end, b) - a, f.kind) for f in findings]
+        spans = [span for span in spans if span[1] > span[0]]
+        if spans:
+            out[k] = _replace_spans(item, spans)
+    return out
+
+
+def _replace_spans(text: str, spans: list[Span]) -> str:
+    """``text`` with each span (in order, not overlapping) replaced by ``[REDACTED:kind]``;
+    a span that cuts an earlier ``[REDACTED:...]`` marker takes the whole marker."""
+    out: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        mark = text.rfind("[REDACTED:", 0, end)
+        if mark >= 0 and (close := text.find("]", mark) + 1) > start:
+            start, end = min(start, mark), max(end, close)
+        start = max(start, pos)
+        if end > start:
+            out += [text[pos:start], f"[REDACTED:{kind}]"]
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
