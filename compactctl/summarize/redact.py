@@ -57,16 +57,15 @@ Not recognised: a random string with neither a known prefix nor a telling name
 Discord bot tokens, the data of a Kubernetes Secret, PuTTY key files, a ``Bearer`` token
 outside an ``Authorization`` header, a password given by a short flag of a program not listed
 above, one piped to ``sudo -S`` by another program than ``echo``/``printf`` (or by a here
-string), a flag after a quoted ``;`` (``curl -b 'a=1; b=2' -u user:PW``: the ``;`` ends the
-command as far as the rules see), an argv array inside a JSON text (a tool call's arguments
-kept as a JSON string: its strings are judged one by one).
+string), an argv array inside a JSON text (a tool's output printing one: its strings are
+judged one by one).
 
-Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 15 regexes, each starting
+Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 14 regexes, each starting
 with a literal, so each costs about one ``str.find`` over the text; the tokens that share a
 character share a regex (``A``: AWS, Google, Artifactory, Age, Bedrock, Atlassian, PyPI,
 Telegram; ``k``: names with ``key`` or ``token``, cookies, Stripe, OpenAI, Anthropic,
 Mailgun; ``p``: names with ``pass`` or ``pwd``, netrc, Shopify, npm, Databricks, Square;
-``-``: PEM lines, ``--password`` and the short flags; ``sudo``: ``-S``; ...), a literal the
+``-``: PEM lines, ``--password`` and the short flags, sudo's ``-S``; ...), a literal the
 text lacks costs a ``str.find`` (a ``memchr`` for one character; ``secret``, ``auth``,
 ``hf_`` and ``://`` are found so too), and a rule's search starts at its literal's first
 occurrence. The case-insensitive rules run on
@@ -79,6 +78,7 @@ every secret detect-secrets finds in the secrets corpus is redacted.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields, replace
@@ -738,13 +738,17 @@ def _program(low: str, flag: int) -> tuple[str, list[str]] | None:
     ``low[flag]``, and the words between the program and the flag; ``None`` when no known
     program comes before the flag in its command (``grep -p``, ``ls -a``, ``echo mysql; tar
     -k``). The program is the nearest known one (``docker exec db mysql -pX``: ``mysql``); a
-    command ends at a line, ``;``, a pipe, ``&&`` or ``$(``."""
+    command ends at a line, ``;``, a pipe, ``&&`` or ``$(``, unless that is quoted (an odd
+    number of ``'`` or ``"`` between it and the flag: ``curl -b 'a=1; b=2' -u``)."""
     lo = max(0, flag - 512)
     lo = max(lo, low.rfind("\n", lo, flag) + 1)  # one memrchr: the line, then the command
     if _PROGRAM_HINT.search(low, lo, flag) is None:
         return None  # the common case (mkdir -p, ls -a): no known program on the line
     escape = low.rfind("\\n", lo, flag)
-    start = max(escape + 2 if escape >= 0 else lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
+    lo = escape + 2 if escape >= 0 else lo
+    start = max(lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
+    while start > lo and (low.count("'", start, flag) % 2 or low.count('"', start, flag) % 2):
+        start = max(lo, *[low.rfind(c, lo, start - 1) + 1 for c in _ENDS])
     words = low[start:flag].split()
     for k in range(len(words) - 1, -1, -1):
         word = words[k].rsplit('"', 1)[-1].rsplit("'", 1)[-1]  # {"k":"mysql: after a quote
@@ -784,17 +788,23 @@ def _password_arg(text: str, found: tuple[int, int, int] | None) -> Iterator[Spa
 
 
 def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
-    """`` -p``, `` -a``, `` -k``, `` -pass``, a cluster with ``b``: a password when the
-    command's program (:func:`_program`) makes it one (:data:`_PROGRAMS`)."""
+    """`` -p``, `` -a``, `` -k``, `` -u``, `` -pass``, a cluster with ``b``, curl's
+    ``--cookie``/``--user``: a password when the command's program (:func:`_program`) makes
+    it one (:data:`_PROGRAMS`); `` -S``, ``--stdin``: sudo's (:func:`_sudo_stdin`)."""
     flag = m.start()  # the "-"
-    if low[flag + 1] == "u" and low.rfind("curl", max(0, flag - 512), flag) < 0:
-        return  # -u, --user: only curl's (mysql -u, git push -u are common)
-    found = _program(low, flag)
-    if found is None:
-        return
     word = _SHELL_WORD.match(text, flag)
     end = word.end() if word is not None else m.end()
     name = text[flag + 1 : end]  # as written: -P (a port) is not -p
+    if "S" in name or name == "-stdin":
+        yield from _sudo_stdin(text, low, flag)  # sudo -S, -kS, --stdin
+    if name[:1] in ("s", "S") and "b" not in name and "u" not in name:
+        return  # -s, -S: no password flag of a program in _PROGRAMS
+    lo = max(0, flag - 512)
+    if name[:1] == "u" and low.rfind("curl", max(lo, low.rfind("\n", lo, flag) + 1), flag) < 0:
+        return  # -u: only curl's, on the line (mysql -u, git push -u are common)
+    found = _program(low, flag)
+    if found is None:
+        return
     group, between = found
     if group == "curl":
         yield from _curl_flag(text, flag, name, end)
@@ -903,13 +913,14 @@ def _sudo_reads_stdin(text: str, i: int) -> bool:
     return False
 
 
-def _sudo_stdin(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
-    """``echo PW | sudo -S CMD`` and ``printf '%s\\n' PW | sudo -S CMD``: ``-S`` reads the
-    password from the pipe (sudo's manual), so what ``echo`` or ``printf`` writes is one
-    (``echo``: its arguments after ``-n``/``-e``; ``printf``: its arguments after the format,
-    else the format; a trailing ``\\n`` is kept)."""
-    at = m.start()
-    if not _word_start(text, at) or not _sudo_reads_stdin(text, m.end()):
+def _sudo_stdin(text: str, low: str, flag: int) -> Iterator[Span]:
+    """``echo PW | sudo -S CMD`` and ``printf '%s\\n' PW | sudo -S CMD`` (``flag``: where
+    ``-S`` starts): ``-S`` reads the password from the pipe (sudo's manual), so what ``echo``
+    or ``printf`` writes is one (``echo``: its arguments after ``-n``/``-e``; ``printf``: its
+    arguments after the format, else the format; a trailing ``\\n`` is kept)."""
+    lo = max(0, flag - 256)
+    at = low.rfind("sudo", max(lo, low.rfind("\n", lo, flag) + 1), flag)  # on the line
+    if at < 0 or not _word_start(text, at) or not _sudo_reads_stdin(text, at + 4):
         return
     j = at
     while j > 0 and text[j - 1] in " \t":
@@ -1092,7 +1103,7 @@ def _rules() -> tuple[_Rule, ...]:
                 ("flag", _FLAG_RE, _flag),
                 (
                     "command_flag",
-                    r"(?<=[ \t]-)(?:p|a|k|u|[cnimsdp25]{0,6}b|-cookie|-user)",
+                    r"(?<=[ \t]-)(?:p|a|k|u|s|[cnimsdp25]{0,6}b|-cookie|-user|-stdin)",
                     _command_flag,
                 ),
                 ("mailchimp", r"us(?<=[0-9a-f]{32}-us)[0-9]{1,2}(?![0-9a-z])", _mailchimp),
@@ -1107,7 +1118,6 @@ def _rules() -> tuple[_Rule, ...]:
         _alternatives("j", _J, True),
         _Rule("://", re.compile("://"), False, {"": _url}),
         _Rule("@", re.compile(r"@(?:tcp|unix)\("), False, {"": _dsn}),
-        _Rule("sudo", re.compile(r"sudo(?=[ \t])"), True, {"": _sudo_stdin}),
     ]
     for kw in ("secret", "auth"):
         pattern = re.compile(re.escape(kw) + _ASSIGN_TAIL)
@@ -1332,13 +1342,33 @@ def _redact_messages(
         calls = d.get("toolCalls")
         if isinstance(calls, list):
             d["toolCalls"] = [
-                {**c, "arguments": _redact_value(c.get("arguments"), None, seen)}
+                {**c, "arguments": _redact_arguments(c.get("arguments"), seen)}
                 if isinstance(c, dict)
                 else c
                 for c in calls
             ]
         out.append(d)
     return out
+
+
+def _redact_arguments(args: Any, seen: dict[str, str]) -> Any:
+    """A tool call's arguments redacted: an object (:func:`_redact_value`), or a JSON object
+    in a string (as Codex keeps a function call's). A string holding an array is judged as
+    its object too (an argv array's strings with their command, :func:`_redact_argv`); when
+    that finds more than the text alone, the string is the object's redaction, serialized
+    and redacted as text again."""
+    out = _redact_value(args, None, seen)
+    if not isinstance(args, str) or "[" not in args:
+        return out
+    try:
+        parsed = json.loads(args)
+        plain = json.loads(out)
+    except ValueError:
+        return out
+    if not isinstance(parsed, dict):
+        return out
+    judged = _redact_value(parsed, None, seen)
+    return out if judged == plain else redact(json.dumps(judged, ensure_ascii=False))
 
 
 def redact_request(request: SummaryRequest) -> SummaryRequest:

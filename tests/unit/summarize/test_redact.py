@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -223,6 +225,10 @@ CLI = "[REDACTED:cli-password]"
             'curl -sS --cookie "sid=[REDACTED:cookie]; csrftoken=[REDACTED:cookie]" x.io',
         ),
         ("curl --cookie=sid=S1d99 x.io", "curl --cookie=sid=[REDACTED:cookie] x.io"),
+        (  # a quoted ";" does not end the command
+            "curl -b 'a=Ab1; b=Cd2' -u me:Pw9 x",
+            "curl -b 'a=[REDACTED:cookie]; b=[REDACTED:cookie]' -u me:[REDACTED:curl-auth-user] x",
+        ),
         (
             "curl -u admin:AdmPw12 localhost:8080",
             "curl -u admin:[REDACTED:curl-auth-user] localhost:8080",
@@ -262,9 +268,9 @@ def test_an_argv_array_is_judged_as_the_command_it_renders() -> None:
     assert redact_value(["mysql", "--password", "S3cret", "shop"]) == [
         "mysql", "--password", "[REDACTED:assigned-secret]", "shop"
     ]  # fmt: skip
-    assert redact_value(["curl", "-u", "me:Pw99", "-b", "sid=Ab12; theme=dark", "x.io"]) == [
-        "curl", "-u", "me:[REDACTED:curl-auth-user]",
-        "-b", "sid=[REDACTED:cookie]; theme=[REDACTED:cookie]", "x.io",
+    assert redact_value(["curl", "-b", "sid=Ab12; theme=dark", "-u", "me:Pw99", "x.io"]) == [
+        "curl", "-b", "sid=[REDACTED:cookie]; theme=[REDACTED:cookie]",
+        "-u", "me:[REDACTED:curl-auth-user]", "x.io",
     ]  # fmt: skip
     assert redact_value(["curl", "-H", f"Authorization: Bearer {TOK}", "x.io"]) == [
         "curl", "-H", "Authorization: [REDACTED:bearer-token]", "x.io"
@@ -281,3 +287,15 @@ def test_an_argv_array_is_judged_as_the_command_it_renders() -> None:
         ["mysql", 3, "-pX"],
     ):
         assert redact_value(kept) == kept
+
+
+def test_an_argv_array_in_arguments_kept_as_a_json_string_is_judged_too() -> None:
+    """Codex keeps a function call's arguments as a JSON string: the argv array inside is
+    judged as its object is; arguments without more to find keep their text."""
+    args = '{"command":["sshpass","-p","S3cretPw","ssh","h"],"workdir":"/x"}'
+    messages = [{"role": "assistant", "toolCalls": [{"id": "c1", "arguments": args}]}]
+    out = redact_messages(messages)[0]["toolCalls"][0]["arguments"]
+    assert json.loads(out) == {"command": ["sshpass", "-p", CLI, "ssh", "h"], "workdir": "/x"}
+    for kept in ('{"command":["ls","-a"]}', '{"command":["mysql","-pX"]'):
+        calls = [{"role": "assistant", "toolCalls": [{"id": "c1", "arguments": kept}]}]
+        assert redact_messages(calls)[0]["toolCalls"][0]["arguments"] == kept
