@@ -32,8 +32,16 @@ The kinds and their sources (:data:`KINDS` lists them all):
   or after ``sudo``, ``docker exec``, ``ssh HOST``, ...): ``mysql``/``mariadb``/``mysqldump
   -pPW`` (attached; ``-p PW`` prompts, PW is a database), ``sshpass -p``, ``docker``/
   ``podman``/``az login -p``, ``redis-cli -a``, ``openssl -k``/``-K``/``-pass pass:PW``
-  (also ``-passin``, ``-passout``), ``htpasswd -b``'s password argument. ``grep -p``, ``ls
-  -a``, ``tar -k`` and a ``-p`` after any other program are no password.
+  (also ``-passin``, ``-passout``), ``htpasswd -b``'s password argument, ``openssl passwd``'s
+  arguments, ``curl -b``/``--cookie``'s cookie values (an argument without ``=`` is a cookie
+  file's name, curl's manual: kept) and ``curl -u user:PW`` without a URL too; what ``echo``
+  or ``printf`` pipes to ``sudo -S`` (``echo PW | sudo -S ...``: any word, ``hello`` too).
+  ``grep -p``, ``ls -a``, ``tar -k`` and a ``-p`` after any other program are no password.
+  ``mysql --password X`` loses X although mysql then prompts and X names the database: the
+  ``--password X`` rule does not know the program, and a database name redacted is harmless;
+- **argv arrays**: a list of strings whose first is a word (``["mysql", "-u", "root",
+  "-pPW"]``, a shell tool call's command as Codex writes it) is judged as the command
+  ``shlex.join`` renders, each string with the strings before it as its command.
 
 A name with ``key``, ``token`` or ``auth`` alone (``cache_key``, ``max_tokens``) is weak:
 its value is redacted only when it looks generated (hex of 16+, or letters, digits and
@@ -47,15 +55,17 @@ its newlines as ``\\n`` escapes: a line, and a word, begin after one as after a 
 Not recognised: a random string with neither a known prefix nor a telling name
 (detect-secrets' entropy plugins flag quoted ones; here they would take ids and hashes too),
 Discord bot tokens, the data of a Kubernetes Secret, PuTTY key files, a ``Bearer`` token
-outside an ``Authorization`` header, a password piped to ``sudo -S`` or given by a short flag
-of a program not listed above, ``curl -b``/``--cookie`` values.
+outside an ``Authorization`` header, a password given by a short flag of a program not listed
+above, one piped to ``sudo -S`` by another program than ``echo``/``printf`` (or by a here
+string), an argv array inside a JSON text (a tool's output printing one: its strings are
+judged one by one).
 
 Speed (``make bench``, row ``redact``; issue 14 asks 50 MB/s): 14 regexes, each starting
 with a literal, so each costs about one ``str.find`` over the text; the tokens that share a
 character share a regex (``A``: AWS, Google, Artifactory, Age, Bedrock, Atlassian, PyPI,
 Telegram; ``k``: names with ``key`` or ``token``, cookies, Stripe, OpenAI, Anthropic,
 Mailgun; ``p``: names with ``pass`` or ``pwd``, netrc, Shopify, npm, Databricks, Square;
-``-``: PEM lines, ``--password`` and the short flags; ...), a literal the
+``-``: PEM lines, ``--password`` and the short flags, sudo's ``-S``; ...), a literal the
 text lacks costs a ``str.find`` (a ``memchr`` for one character; ``secret``, ``auth``,
 ``hf_`` and ``://`` are found so too), and a rule's search starts at its literal's first
 occurrence. The case-insensitive rules run on
@@ -68,6 +78,7 @@ every secret detect-secrets finds in the secrets corpus is redacted.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields, replace
@@ -137,7 +148,8 @@ KINDS: dict[str, str] = {
     " bearer credential)",
     "cli-password": "a password given to a program by a short flag or argument, as its manual"
     " defines it: mysql/mariadb -pPW, sshpass -p, docker/podman/az login -p, redis-cli -a,"
-    " openssl -k/-K/-pass pass:, htpasswd -b's password",
+    " openssl -k/-K/-pass pass:, htpasswd -b's password, openssl passwd's, what echo or printf"
+    " pipes to sudo -S",
     "assigned-secret": "gitleaks generic-api-key; detect-secrets KeywordDetector, and the"
     " keyword-based provider rules (AWS secret access key, Azure AccountKey, GCP"
     " private_key_id, IBM, Softlayer, Cloudant)",
@@ -699,12 +711,15 @@ _PROGRAMS = {
     "redis-cli": "redis-cli",
     "openssl": "openssl",
     "htpasswd": "htpasswd",
+    "curl": "curl",
 }
 """The programs whose short flag (or argument) is a password, by the group that says which:
 ``mysql``: ``-pPW`` attached (``-p PW`` prompts and names a database); ``sshpass``: ``-p``;
 ``login`` (``docker login``, ``podman login``, ``az login``): ``-p``; ``redis-cli``: ``-a``;
 ``openssl``: ``-k``, ``-K`` (the key itself), ``-pass``/``-passin``/``-passout pass:PW``;
-``htpasswd``: ``-b``'s password, the last argument (each program's manual page)."""
+``htpasswd``: ``-b``'s password, the last argument; ``curl``: ``-b``/``--cookie``'s cookies
+(an argument without ``=`` is a cookie file's name) and ``-u``/``--user``'s password after
+the first ``:`` (each program's manual page)."""
 
 _ENDS = ";|&`("
 """What ends a command before its program (a line, ``;``, a pipe, ``&&``, ``$(``; and a
@@ -723,16 +738,21 @@ def _program(low: str, flag: int) -> tuple[str, list[str]] | None:
     ``low[flag]``, and the words between the program and the flag; ``None`` when no known
     program comes before the flag in its command (``grep -p``, ``ls -a``, ``echo mysql; tar
     -k``). The program is the nearest known one (``docker exec db mysql -pX``: ``mysql``); a
-    command ends at a line, ``;``, a pipe, ``&&`` or ``$(``."""
+    command ends at a line, ``;``, a pipe, ``&&`` or ``$(``, unless that is quoted (an odd
+    number of ``'`` or ``"`` between it and the flag: ``curl -b 'a=1; b=2' -u``)."""
     lo = max(0, flag - 512)
     lo = max(lo, low.rfind("\n", lo, flag) + 1)  # one memrchr: the line, then the command
     if _PROGRAM_HINT.search(low, lo, flag) is None:
         return None  # the common case (mkdir -p, ls -a): no known program on the line
     escape = low.rfind("\\n", lo, flag)
-    start = max(escape + 2 if escape >= 0 else lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
+    lo = escape + 2 if escape >= 0 else lo
+    start = max(lo, *[low.rfind(c, lo, flag) + 1 for c in _ENDS])
+    while start > lo and (low.count("'", start, flag) % 2 or low.count('"', start, flag) % 2):
+        start = max(lo, *[low.rfind(c, lo, start - 1) + 1 for c in _ENDS])
     words = low[start:flag].split()
     for k in range(len(words) - 1, -1, -1):
-        group = _PROGRAMS.get(words[k].lstrip(_OPENERS).rsplit("/", 1)[-1])
+        word = words[k].rsplit('"', 1)[-1].rsplit("'", 1)[-1]  # {"k":"mysql: after a quote
+        group = _PROGRAMS.get(word.lstrip(_OPENERS).rsplit("/", 1)[-1])
         if group is not None:
             return group, words[k + 1 :]
     return None
@@ -768,16 +788,27 @@ def _password_arg(text: str, found: tuple[int, int, int] | None) -> Iterator[Spa
 
 
 def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
-    """`` -p``, `` -a``, `` -k``, `` -pass``, a cluster with ``b``: a password when the
-    command's program (:func:`_program`) makes it one (:data:`_PROGRAMS`)."""
+    """`` -p``, `` -a``, `` -k``, `` -u``, `` -pass``, a cluster with ``b``, curl's
+    ``--cookie``/``--user``: a password when the command's program (:func:`_program`) makes
+    it one (:data:`_PROGRAMS`); `` -S``, ``--stdin``: sudo's (:func:`_sudo_stdin`)."""
     flag = m.start()  # the "-"
-    found = _program(low, flag)
-    if found is None:
-        return
     word = _SHELL_WORD.match(text, flag)
     end = word.end() if word is not None else m.end()
     name = text[flag + 1 : end]  # as written: -P (a port) is not -p
+    if "S" in name or name == "-stdin":
+        yield from _sudo_stdin(text, low, flag)  # sudo -S, -kS, --stdin
+    if name[:1] in ("s", "S") and "b" not in name and "u" not in name:
+        return  # -s, -S: no password flag of a program in _PROGRAMS
+    lo = max(0, flag - 512)
+    if name[:1] == "u" and low.rfind("curl", max(lo, low.rfind("\n", lo, flag) + 1), flag) < 0:
+        return  # -u: only curl's, on the line (mysql -u, git push -u are common)
+    found = _program(low, flag)
+    if found is None:
+        return
     group, between = found
+    if group == "curl":
+        yield from _curl_flag(text, flag, name, end)
+        return
     attached = name[:1] == "p" and len(name) > 1 or text[flag + 2 : flag + 3] in ("'", '"')
     if group == "sshpass" and _two_words(between):
         return  # sshpass -p PW ssh host mkdir -p /x: -p is the wrapped command's
@@ -818,6 +849,131 @@ def _command_flag(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
             else:
                 args.append(arg)
         yield from _password_arg(text, args[wanted_index])
+
+
+def _curl_flag(text: str, flag: int, name: str, end: int) -> Iterator[Span]:
+    """curl's ``-b``/``--cookie`` (``-b 'sid=X; csrf=Y'``: every cookie's value; an argument
+    without ``=`` names a cookie file, curl's manual) and ``-u``/``--user`` (``-u user:pw``:
+    what follows the first ``:``; ``-u user`` prompts), the value after a space, an ``=``
+    (``--cookie=X``) or attached (``-bX``, ``-uX``); a cluster may end with the flag
+    (``-sb X``)."""
+    base, eq, _ = name.partition("=")
+    if base in ("-cookie", "-user"):
+        cookie = base == "-cookie"
+        arg = _arg(text, flag + 2 + len(base), skip=False) if eq else _arg(text, end)
+    elif base[:1] in ("b", "u") and len(base) > 1 and not eq:
+        cookie = base[0] == "b"
+        arg = _arg(text, flag + 2, skip=False)
+    elif base.isalpha() and base[-1:] in ("b", "u"):
+        cookie = base[-1] == "b"
+        arg = _arg(text, end)
+    else:
+        return
+    if arg is None:
+        return
+    s, e, _ = arg
+    if cookie:
+        if "=" in text[s:e]:
+            yield from _cookie_values(text, s, e, False)
+        return
+    colon = text.find(":", s, e)
+    if colon >= 0 and not _placeholder(text[colon + 1 : e]) and not _template(text[colon + 1 : e]):
+        yield colon + 1, e, "curl-auth-user"
+
+
+_SUDO_VALUED = frozenset("ugphCrtUDTR")
+"""sudo's short options that take a value (``-u USER``, ``-p PROMPT``, ...; sudo's manual)."""
+_SUDO_LONG_VALUED = _wordset(
+    "user group prompt host close-from role type other-user chdir chroot command-timeout"
+)
+
+
+def _sudo_reads_stdin(text: str, i: int) -> bool:
+    """Whether the sudo options that start at ``text[i]`` hold ``-S`` (alone, in a cluster
+    such as ``-kS``, or ``--stdin``) before the command sudo runs."""
+    takes_value = False
+    while (arg := _arg(text, i)) is not None:
+        word = text[arg[0] : arg[1]]
+        i = arg[2]
+        if takes_value:
+            takes_value = False
+        elif word == "--stdin":
+            return True
+        elif word.startswith("--"):
+            takes_value = "=" not in word and word[2:] in _SUDO_LONG_VALUED
+        elif word.startswith("-") and len(word) > 1:
+            for k, c in enumerate(word[1:], start=1):
+                if c == "S":
+                    return True
+                if c in _SUDO_VALUED:
+                    takes_value = k == len(word) - 1
+                    break
+        else:
+            return False
+    return False
+
+
+def _sudo_stdin(text: str, low: str, flag: int) -> Iterator[Span]:
+    """``echo PW | sudo -S CMD`` and ``printf '%s\\n' PW | sudo -S CMD`` (``flag``: where
+    ``-S`` starts): ``-S`` reads the password from the pipe (sudo's manual), so what ``echo``
+    or ``printf`` writes is one (``echo``: its arguments after ``-n``/``-e``; ``printf``: its
+    arguments after the format, else the format; a trailing ``\\n`` is kept)."""
+    lo = max(0, flag - 256)
+    at = low.rfind("sudo", max(lo, low.rfind("\n", lo, flag) + 1), flag)  # on the line
+    if at < 0 or not _word_start(text, at) or not _sudo_reads_stdin(text, at + 4):
+        return
+    j = at
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    if j < 1 or text[j - 1] != "|" or text[j - 2 : j - 1] == "|":
+        return
+    lo = max(0, j - 512, text.rfind("\n", 0, j) + 1)
+    lo = max(lo, *[text.rfind(c, lo, j - 1) + 1 for c in ";&`("])
+    # the nearest echo or printf word (in JSON the command may follow a quote or a \n escape)
+    for program in ("echo", "printf"):
+        at = low.rfind(program, lo, j)
+        if at >= 0 and _word_start(text, at):
+            words: list[tuple[int, int, int]] = []
+            i = at + len(program)
+            while (arg := _arg(text, i)) is not None and arg[2] <= j:
+                words.append(arg)
+                i = arg[2]
+            if text[i:j].strip(" \t") == "|":
+                yield from _piped_words(text, program, words)
+                return
+
+
+def _piped_words(text: str, program: str, words: list[tuple[int, int, int]]) -> Iterator[Span]:
+    """What ``echo`` or ``printf`` (``program``) writes, given its arguments ``words``."""
+    if program == "echo":
+        while words and text[words[0][0] : words[0][1]] in ("-n", "-e", "-E", "-ne", "-en"):
+            words = words[1:]
+    else:
+        words = words[1:] or words  # printf FORMAT ARGS: the arguments, else the format
+    for s, e, nxt in words:
+        if text.endswith("\\n", s, e):
+            e -= 2
+        yield from _password_arg(text, (s, e, nxt))
+
+
+_OPENSSL_VALUED = _wordset("-salt -in -rand -writerand -provider -provider-path -propquery")
+"""``openssl passwd``'s options that take a value (its manual page)."""
+
+
+def _openssl_passwd(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
+    """``openssl passwd [options] PW...``: each password it hashes (its manual page); the
+    arguments end where one is not after a space (``"...PW"`` in JSON: the string's end)."""
+    i = m.end()
+    takes_value = False
+    while text[i : i + 1] in (" ", "\t") and (arg := _arg(text, i)) is not None:
+        word = text[arg[0] : arg[1]]
+        i = arg[2]
+        if takes_value:
+            takes_value = False
+        elif word.startswith("-") and arg[1] == arg[2]:
+            takes_value = word in _OPENSSL_VALUED
+        else:
+            yield from _password_arg(text, arg)
 
 
 _NETRC_WORDS = ("machine", "login", "account")
@@ -863,6 +1019,12 @@ def _cookie(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
         s, e, _ = _value(text, i, False)
     else:
         s, e = i, _COOKIE_END.match(text, i, i + 8192).end()  # type: ignore[union-attr]
+    yield from _cookie_values(text, s, e, set_cookie)
+
+
+def _cookie_values(text: str, s: int, e: int, first_only: bool) -> Iterator[Span]:
+    """The values of the ``name=value`` pairs of ``text[s:e]``, separated by ``;`` (only the
+    first with ``first_only``), but for placeholders and templates."""
     pos = s
     while pos < e:
         semi = text.find(";", pos, e)
@@ -875,7 +1037,7 @@ def _cookie(text: str, low: str, m: re.Match[str]) -> Iterator[Span]:
                 vs += 1
             if ve > vs and not _placeholder(text[vs:ve]) and not _template(text[vs:ve]):
                 yield vs, ve, "cookie"
-        if set_cookie:
+        if first_only:
             return
         pos = stop + 1
 
@@ -918,6 +1080,7 @@ _K_NAMES = (
 _P_NAMES = (
     ("pass", "(?:ass|wd)" + _ASSIGN_TAIL, _assignment),
     ("netrc", r"assword[ \t]+", _netrc),
+    ("openssl_passwd", r"(?<=openssl p)asswd(?=[ \t])", _openssl_passwd),
 )
 """The ``p`` rule's: ``pass``/``pwd`` assignments, a ``.netrc`` ``password X``."""
 
@@ -938,7 +1101,11 @@ def _rules() -> tuple[_Rule, ...]:
             (
                 ("pem", _PEM_RE, _pem),
                 ("flag", _FLAG_RE, _flag),
-                ("command_flag", r"(?<=[ \t]-)(?:p|a|k|[cnimsdp25]{0,6}b)", _command_flag),
+                (
+                    "command_flag",
+                    r"(?<=[ \t]-)(?:p|a|k|u|s|[cnimsdp25]{0,6}b|-cookie|-user|-stdin)",
+                    _command_flag,
+                ),
                 ("mailchimp", r"us(?<=[0-9a-f]{32}-us)[0-9]{1,2}(?![0-9a-z])", _mailchimp),
             ),
         ),
@@ -1095,10 +1262,65 @@ def _redact_value(value: Any, key: str | None, seen: dict[str, str]) -> Any:
             k: _redact_value(v, k if isinstance(k, str) else None, seen) for k, v in value.items()
         }
     if type(value) is list:  # a JSON array (a list comprehension: no generator)
-        return [_redact_value(v, None, seen) for v in value]
+        items = [_redact_value(v, None, seen) for v in value]
+        if len(value) > 1 and type(value[0]) is str and _SHELL_WORD.fullmatch(value[0]):
+            return _redact_argv(items)
+        return items
     if isinstance(value, (list, tuple)):
         return type(value)(_redact_value(v, None, seen) for v in value)
     return value
+
+
+_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+"""A character that makes ``shlex.quote`` quote a word."""
+
+
+def _redact_argv(items: list[Any]) -> list[Any]:
+    """An argv array (``["mysql", "-u", "root", "-pPW"]``, as agents write a shell tool call's
+    command), its strings already redacted one by one, with each string judged again with the
+    strings before it as its command: they are joined as ``shlex.join`` renders them (the
+    command the extractive summary quotes) and the findings in that line are mapped back
+    into the strings. A list whose items are not all strings is returned as it is."""
+    if not all(type(v) is str for v in items):
+        return items
+    parts: list[str] = []
+    starts: list[int] = []
+    pos = 0
+    for item in items:
+        quote = ""
+        if not item or _UNSAFE.search(item) is not None:
+            quote = "'" if "'" not in item else '"' if '"' not in item else ""
+        starts.append(pos + len(quote))
+        parts.append(f"{quote}{item}{quote}")
+        pos += len(parts[-1]) + 1
+    findings = find_secrets(" ".join(parts))
+    if not findings:
+        return items
+    out = list(items)
+    for k, item in enumerate(items):
+        a, b = starts[k], starts[k] + len(item)
+        spans = [(max(f.start, a) - a, min(f.end, b) - a, f.kind) for f in findings]
+        spans = [span for span in spans if span[1] > span[0]]
+        if spans:
+            out[k] = _replace_spans(item, spans)
+    return out
+
+
+def _replace_spans(text: str, spans: list[Span]) -> str:
+    """``text`` with each span (in order, not overlapping) replaced by ``[REDACTED:kind]``;
+    a span that cuts an earlier ``[REDACTED:...]`` marker takes the whole marker."""
+    out: list[str] = []
+    pos = 0
+    for start, end, kind in spans:
+        mark = text.rfind("[REDACTED:", 0, end)
+        if mark >= 0 and (close := text.find("]", mark) + 1) > start:
+            start, end = min(start, mark), max(end, close)
+        start = max(start, pos)
+        if end > start:
+            out += [text[pos:start], f"[REDACTED:{kind}]"]
+            pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -1120,13 +1342,33 @@ def _redact_messages(
         calls = d.get("toolCalls")
         if isinstance(calls, list):
             d["toolCalls"] = [
-                {**c, "arguments": _redact_value(c.get("arguments"), None, seen)}
+                {**c, "arguments": _redact_arguments(c.get("arguments"), seen)}
                 if isinstance(c, dict)
                 else c
                 for c in calls
             ]
         out.append(d)
     return out
+
+
+def _redact_arguments(args: Any, seen: dict[str, str]) -> Any:
+    """A tool call's arguments redacted: an object (:func:`_redact_value`), or a JSON object
+    in a string (as Codex keeps a function call's). A string holding an array is judged as
+    its object too (an argv array's strings with their command, :func:`_redact_argv`); when
+    that finds more than the text alone, the string is the object's redaction, serialized
+    and redacted as text again."""
+    out = _redact_value(args, None, seen)
+    if not isinstance(args, str) or "[" not in args:
+        return out
+    try:
+        parsed = json.loads(args)
+        plain = json.loads(out)
+    except ValueError:
+        return out
+    if not isinstance(parsed, dict):
+        return out
+    judged = _redact_value(parsed, None, seen)
+    return out if judged == plain else redact(json.dumps(judged, ensure_ascii=False))
 
 
 def redact_request(request: SummaryRequest) -> SummaryRequest:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import shlex
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,11 +40,14 @@ class Secret:
         text: the secret in its context, as it appears in a session.
         values: the substrings that must not appear after redaction (the secret itself, or
             each line of a key's body).
+        argv: the command as an argv array (``["mysql", "-pPW"]``), as a tool call holds it
+            in the tool-arguments place; ``text`` is then its ``shlex.join``. Empty: a text.
     """
 
     kind: str
     text: str
     values: tuple[str, ...]
+    argv: tuple[str, ...] = ()
 
 
 def _pick(rng: random.Random, alphabet: str, n: int) -> str:
@@ -311,8 +315,25 @@ def _cases(rng: random.Random) -> list[Secret]:
         ("htpasswd-password", ALNUM, 10, "htpasswd -b .htpasswd admin {}"),
         ("netrc-password", ALNUM, 12, "machine api.x.io\n  login bot\n  password {}"),
         ("cookie-header", URLSAFE, 32, "Cookie: theme=dark; session={}"),
+        # review 12: curl cookies and a user without a URL, sudo -S, openssl passwd
+        ("curl-cookie-flag", URLSAFE, 32, "curl -sb 'session={}' https://app.local/api"),
+        ("curl-cookie-long", ALNUM, 24, 'curl --cookie "sid={}; theme=dark" https://app.local/'),
+        ("curl-user-no-url", ALNUM, 12, "curl -u admin:{} localhost:8080/api"),
+        ("sudo-stdin-echo", ALNUM, 10, "echo '{}' | sudo -S apt-get install -y nginx"),
+        ("sudo-stdin-printf", ALNUM, 10, "printf '%s\\n' {} | sudo -S systemctl restart app"),
+        ("openssl-passwd", ALNUM, 10, "openssl passwd -6 -salt xyz {}"),
     ):
         gen(kind, lambda a=alphabet, n=size: _pick(rng, a, n), context)
+    # review 12: a shell tool call's command as an argv array (Codex, many agents)
+    for kind, argv in (
+        ("argv-mysql", ("mysql", "-u", "root", "-p{}", "-h", "db")),
+        ("argv-sshpass", ("sshpass", "-p", "{}", "ssh", "deploy@web1")),
+        ("argv-docker-login", ("docker", "login", "-u", "ci", "-p", "{}", "reg.io")),
+        ("argv-curl-cookie", ("curl", "-b", "session={}", "https://app.local/")),
+    ):
+        value = _pick(rng, ALNUM, 14)
+        filled = tuple(word.format(value) for word in argv)
+        out.append(Secret(kind, shlex.join(filled), (value,), filled))
     return out
 
 
@@ -353,7 +374,8 @@ def transcript(cases: list[Secret], shift: int = 0) -> list[dict[str, Any]]:
             output = f"# settings\n{case.text}\n# end\n"
         elif place == "tool-arguments":
             ask = "Run the setup step."
-            args = {"command": case.text, "env": {"CI": "1"}, "cwd": "/srv/app"}
+            command = list(case.argv) if case.argv else case.text
+            args = {"command": command, "env": {"CI": "1"}, "cwd": "/srv/app"}
             output = "done\n"
         else:
             ask = "What does the API return?"

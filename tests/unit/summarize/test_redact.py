@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -213,9 +215,87 @@ CLI = "[REDACTED:cli-password]"
             'curl -H "Cookie: a=[REDACTED:cookie]; b=[REDACTED:cookie]" https://x',
         ),
         ('{"Cookie": "session=Xyz123"}', '{"Cookie": "session=[REDACTED:cookie]"}'),
+        # review 12: curl's cookies and user without a URL, sudo -S, openssl passwd
+        (
+            "curl -b 'session=CurlSess42' https://x.io",
+            "curl -b 'session=[REDACTED:cookie]' https://x.io",
+        ),
+        (
+            'curl -sS --cookie "sid=S1d99; csrftoken=Csrf77" x.io',
+            'curl -sS --cookie "sid=[REDACTED:cookie]; csrftoken=[REDACTED:cookie]" x.io',
+        ),
+        ("curl --cookie=sid=S1d99 x.io", "curl --cookie=sid=[REDACTED:cookie] x.io"),
+        (  # a quoted ";" does not end the command
+            "curl -b 'a=Ab1; b=Cd2' -u me:Pw9 x",
+            "curl -b 'a=[REDACTED:cookie]; b=[REDACTED:cookie]' -u me:[REDACTED:curl-auth-user] x",
+        ),
+        (
+            "curl -u admin:AdmPw12 localhost:8080",
+            "curl -u admin:[REDACTED:curl-auth-user] localhost:8080",
+        ),
+        ("curl --user=ci:CiPw34 h/x", "curl --user=ci:[REDACTED:curl-auth-user] h/x"),
+        (
+            "echo 'Sud0Pw1' | sudo -S apt install x",
+            f"echo '{CLI}' | sudo -S apt install x",
+        ),
+        ("echo hello | sudo -S true", f"echo {CLI} | sudo -S true"),
+        ("echo -n Pw2|sudo -u root -kS ls", f"echo -n {CLI}|sudo -u root -kS ls"),
+        ("cd /x && echo Pw3 | sudo --stdin make", f"cd /x && echo {CLI} | sudo --stdin make"),
+        ("printf '%s\\n' PfPw4 | sudo -S ls", f"printf '%s\\n' {CLI} | sudo -S ls"),
+        ("printf 'PfPw5\\n' | sudo -S ls", f"printf '{CLI}\\n' | sudo -S ls"),
+        ("openssl passwd -6 -salt ab HashPw1", f"openssl passwd -6 -salt ab {CLI}"),
+        ("openssl passwd -apr1 Pw6 Pw7; ls", f"openssl passwd -apr1 {CLI} {CLI}; ls"),
     ],
 )
 def test_short_flag_netrc_and_cookie_passwords_are_redacted(text: str, expected: str) -> None:
     assert redact(text) == expected
     assert redact(text) == _reference(text)
     assert redact(expected) == expected
+
+
+def test_an_argv_array_is_judged_as_the_command_it_renders() -> None:
+    """A shell tool call's command as a list (Codex, many agents): each string is judged with
+    the strings before it as its command, as ``shlex.join`` renders it for the summary."""
+    assert redact_value({"command": ["mysql", "-u", "root", "-pS3cretPw", "-h", "db"]}) == {
+        "command": ["mysql", "-u", "root", f"-p{CLI}", "-h", "db"]
+    }
+    assert redact_value(["sshpass", "-p", "S3cret", "ssh", "host"]) == [
+        "sshpass", "-p", CLI, "ssh", "host"
+    ]  # fmt: skip
+    assert redact_value(["docker", "login", "-u", "me", "-p", "D0ck"]) == [
+        "docker", "login", "-u", "me", "-p", CLI
+    ]  # fmt: skip
+    assert redact_value(["mysql", "--password", "S3cret", "shop"]) == [
+        "mysql", "--password", "[REDACTED:assigned-secret]", "shop"
+    ]  # fmt: skip
+    assert redact_value(["curl", "-b", "sid=Ab12; theme=dark", "-u", "me:Pw99", "x.io"]) == [
+        "curl", "-b", "sid=[REDACTED:cookie]; theme=[REDACTED:cookie]",
+        "-u", "me:[REDACTED:curl-auth-user]", "x.io",
+    ]  # fmt: skip
+    assert redact_value(["curl", "-H", f"Authorization: Bearer {TOK}", "x.io"]) == [
+        "curl", "-H", "Authorization: [REDACTED:bearer-token]", "x.io"
+    ]  # fmt: skip
+    assert redact_value(["bash", "-lc", "mysql -pS3cret"]) == ["bash", "-lc", f"mysql -p{CLI}"]
+    # redacting twice changes nothing; ordinary lists and commands are kept
+    once = redact_value(["sshpass", "-p", "S3cret", "ssh", "host"])
+    assert redact_value(once) == once
+    for kept in (
+        ["curl", "-b", "cookies.txt", "https://x.io"],
+        ["mkdir", "-p", "/srv/x"],
+        ["grep", "-p", "x", "f.txt"],
+        ["the password", "is", "-pS3cret"],  # no command: the first string is no word
+        ["mysql", 3, "-pX"],
+    ):
+        assert redact_value(kept) == kept
+
+
+def test_an_argv_array_in_arguments_kept_as_a_json_string_is_judged_too() -> None:
+    """Codex keeps a function call's arguments as a JSON string: the argv array inside is
+    judged as its object is; arguments without more to find keep their text."""
+    args = '{"command":["sshpass","-p","S3cretPw","ssh","h"],"workdir":"/x"}'
+    messages = [{"role": "assistant", "toolCalls": [{"id": "c1", "arguments": args}]}]
+    out = redact_messages(messages)[0]["toolCalls"][0]["arguments"]
+    assert json.loads(out) == {"command": ["sshpass", "-p", CLI, "ssh", "h"], "workdir": "/x"}
+    for kept in ('{"command":["ls","-a"]}', '{"command":["mysql","-pX"]'):
+        calls = [{"role": "assistant", "toolCalls": [{"id": "c1", "arguments": kept}]}]
+        assert redact_messages(calls)[0]["toolCalls"][0]["arguments"] == kept
