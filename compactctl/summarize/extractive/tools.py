@@ -459,14 +459,25 @@ def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
     return dict(args) if isinstance(args, Mapping) else {}
 
 
+_REDACTED_ITEM = re.compile(r"\[REDACTED:[\w-]+\]")
+"""A list item that is one redaction marker (:func:`compactctl.summarize.redact.redact`)."""
+
+
 def shell_command(args: Mapping[str, Any]) -> str:
-    """The command string of a shell tool call (``command`` or ``cmd``; a list is joined, and
-    ``["bash", "-lc", script]`` gives the script)."""
+    """The command string of a shell tool call (``command`` or ``cmd``; a list is joined as
+    ``shlex.join`` joins it, but for an item that is one redaction marker, left unquoted
+    as :func:`~compactctl.summarize.redact.redact` writes it in a joined command, so the
+    redacted list and the redacted string read alike; ``["bash", "-lc", script]`` gives the
+    script).
+
+    >>> shell_command({"command": ["sshpass", "-p", "[REDACTED:cli-password]", "ssh", "h 1"]})
+    "sshpass -p [REDACTED:cli-password] ssh 'h 1'"
+    """
     value = args.get("command", args.get("cmd"))
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         if len(value) >= 3 and value[-2] in ("-c", "-lc", "-ic"):
             return str(value[-1])
-        return shlex.join(value)
+        return " ".join(v if _REDACTED_ITEM.fullmatch(v) else shlex.quote(v) for v in value)
     return value if isinstance(value, str) else ""
 
 
