@@ -172,6 +172,16 @@ def _applies(path: str, target: str | None) -> bool:
     )
 
 
+def _read_record(target: str, folder: str) -> Any:
+    """The parsed record of the output ``target`` under ``folder``, or ``None`` when there
+    is none or it is not JSON."""
+    try:
+        with open(sidecar(target, folder), "rb") as fh:
+            return orjson.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
 def recorded_result(path: str, target: str | None, folder: str, fp: str) -> dict[str, Any] | None:
     """The recorded result of ``path``'s output ``target`` (under the ``-o`` ``folder``) if
     that output is up to date (module docstring), with ``changed`` false, ``upToDate``
@@ -179,10 +189,9 @@ def recorded_result(path: str, target: str | None, folder: str, fp: str) -> dict
     if not _applies(path, target):
         return None
     assert target is not None
+    rec = _read_record(target, folder)
     try:
-        with open(sidecar(target, folder), "rb") as fh:
-            rec = orjson.loads(fh.read())
-        if rec["fingerprint"] != fp or rec["source"] != os.path.abspath(path):
+        if rec is None or rec["fingerprint"] != fp or rec["source"] != os.path.abspath(path):
             return None
         if os.path.getsize(path) != rec["sourceSize"]:
             return None
@@ -212,11 +221,10 @@ def refuse_changed(path: str, target: str | None, folder: str) -> None:
     if not _applies(path, target):
         return
     assert target is not None
+    rec = _read_record(target, folder)
     try:
-        with open(sidecar(target, folder), "rb") as fh:
-            rec = orjson.loads(fh.read())
         wrote = (int(rec["outputSize"]), str(rec["outputSha256"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # no record (TypeError: None), or not ours
         return
     try:
         size = os.path.getsize(target)

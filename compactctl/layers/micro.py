@@ -213,14 +213,23 @@ def salient_errors(text: str) -> list[str]:
     >>> salient_errors("added 120 packages\\nError: EACCES at deploy.js:41\\nTests: 3 passed")
     ['Error: EACCES at deploy.js:41']
     """
-    found: dict[str, None] = {}
+    return [stripped for stripped, (rank, _, _) in _salient(text).items() if rank == 1]
+
+
+def _salient(text: str) -> dict[str, tuple[int, int, str]]:
+    """The lines of ``text`` that match :data:`_SALIENT`, in text order: ``{stripped line:
+    (rank, offset, line without trailing whitespace)}``, a repeated line once (its first)."""
+    found: dict[str, tuple[int, int, str]] = {}
     for start in _candidate_lines(text):
         end = text.find("\n", start)
-        line = text[start : len(text) if end < 0 else end]
+        line = text[start : len(text) if end < 0 else end].rstrip()
         stripped = line.strip()
-        if stripped and stripped not in found and _salient_rank(line.rstrip()) == 1:
-            found[stripped] = None
-    return list(found)
+        if not stripped or stripped in found:
+            continue
+        rank = _salient_rank(line)
+        if rank is not None:
+            found[stripped] = (rank, start, line)
+    return found
 
 
 def salient_lines(
@@ -245,16 +254,7 @@ def salient_lines(
     >>> salient_lines("ok\\nsrc/x.py:4: error: no\\n3 failed, 1 passed in 0.2s\\nok")
     (['src/x.py:4: error: no', '3 failed, 1 passed in 0.2s'], 2)
     """
-    found: dict[str, tuple[int, int, str]] = {}  # stripped line -> (rank, offset, line)
-    for start in _candidate_lines(text):
-        end = text.find("\n", start)
-        line = text[start : len(text) if end < 0 else end].rstrip()
-        stripped = line.strip()
-        if not stripped or stripped in found:
-            continue
-        rank = _salient_rank(line)
-        if rank is not None:
-            found[stripped] = (rank, start, line)
+    found = _salient(text)
     chosen: list[tuple[int, str]] = []
     used = 0
     for _, pos, line in sorted(found.values()):
