@@ -25,7 +25,7 @@ from compactctl import __version__
 from compactctl.app.config import Settings, load_config
 from compactctl.app.report import Report
 from compactctl.app.terminal import say
-from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, UsageError
+from compactctl.errors import EXIT_USAGE, CompactError, CompactWarning, Stopped, UsageError
 from compactctl.io.files import TORN_WAIT
 from compactctl.io.locking import DEFAULT_LOCK_TIMEOUT
 
@@ -419,7 +419,20 @@ def run_app() -> None:
     except BrokenPipeError:
         quiet_stdout()
         code = EXIT_PIPE
+    except Stopped as exc:  # SIGTERM (Ctrl-C: typer exits 130 itself)
+        code = _stopped(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _stopped(exc: Stopped) -> int:
+    """A run stopped by SIGTERM (:class:`~compactctl.errors.Stopped`): what it means for the
+    files, on stderr; the exit code, 128 + the signal's number."""
+    err(
+        "compactctl: stopped by SIGTERM: the files reported above are done; a file in "
+        "progress was left as it was or with all of its new records, never part of one; "
+        "run the command again to finish the rest"
+    )
+    return exc.exit_code
 
 
 def stdin_paths(paths: list[str] | None, name: str, also: str = "") -> list[str]:

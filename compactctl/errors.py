@@ -134,6 +134,28 @@ class StoreNotUpdated(CompactError):
         self.exit_code = exit_code
 
 
+class Stopped(BaseException):
+    """The run was told to stop by a signal (SIGTERM: ``timeout``, a scheduler, ``kill``),
+    raised in the main thread by :func:`compactctl.app.pool.stop_on_sigterm`. A
+    ``BaseException``, as ``KeyboardInterrupt`` is, so that no ``except Exception`` of a
+    file's job takes it for that file's failure. The CLI says so on stderr and exits with
+    :attr:`exit_code`, 128 + the signal's number (143 for SIGTERM), as a shell reports a
+    process the signal killed.
+
+    Attributes:
+        signum: the signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number."""
+        return 128 + self.signum
+
+
 class CompactWarning(UserWarning):
     """A note for the user that is not an error (a value replaced so a line stays valid
     JSON, a damaged database moved aside, a store reconciled). Raised through

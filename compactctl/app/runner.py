@@ -202,12 +202,12 @@ def run_files(
             task = functools.partial(_guarded, worker, debug=debug, trim=trim)
             yield from cluster_outcomes(files, task, address)
         elif n > 1 and STDIN not in files:
-            from concurrent.futures import Future, ProcessPoolExecutor
+            from concurrent.futures import Future
+
+            from compactctl.app.pool import worker_pool
 
             window = max(64, 4 * n)
-            from compactctl.tokens import share_cores
-
-            with ProcessPoolExecutor(max_workers=n, initializer=share_cores, initargs=(n,)) as pool:
+            with worker_pool(n) as pool:
 
                 def submit(chunk: list[str]) -> list[tuple[str, Future[Any]]]:
                     # largest first within the window, so that a large file late in it does
@@ -231,7 +231,23 @@ def run_files(
             for f in files:
                 yield f, _guarded(worker, f, debug, trim and len(files) > 1)
 
-    for path, outcome in outcomes():
+    from compactctl.app.pool import stop_on_sigterm
+
+    with stop_on_sigterm():
+        yield from _reported(outcomes(), report, scope, bar, walked, command)
+
+
+def _reported(
+    outcomes: Iterator[tuple[str, dict[str, Any] | CompactError]],
+    report: Report,
+    scope: RunScope,
+    bar: Any,
+    walked: set[str],
+    command: str | None,
+) -> Iterator[dict[str, Any]]:
+    """:func:`run_files`' outcomes as it yields them: a skipped or failed file recorded on
+    the report (and said on stderr), a result yielded."""
+    for path, outcome in outcomes:
         if bar is not None:
             bar.update(1)
         if isinstance(outcome, NotAppendable) and path in walked:
