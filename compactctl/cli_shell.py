@@ -103,7 +103,7 @@ DryRunOpt = Annotated[
 
 WindowOpt = Annotated[
     int | None,
-    typer.Option("--context-window", help="Context window in tokens (overrides the log)."),
+    typer.Option("--context-window", min=1, help="Context window in tokens (overrides the log)."),
 ]
 
 
@@ -524,7 +524,7 @@ def settings_for(config: str | None, command: str) -> Settings:
             f"compactctl: warning: {used}: unknown config key {key} (ignored; keys are the "
             "long option names with _, see --help)"
         )
-    return Settings(table, command)
+    return Settings(table, command, source=used)
 
 
 def transform(command: str, paths: list[str], worker: Callable[[str], dict[str, Any]],

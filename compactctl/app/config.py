@@ -36,14 +36,14 @@ KNOWN_KEYS = frozenset(
     {
         "context_window", "dask", "db", "documents", "encoding", "input_token_threshold",
         "instructions", "jobs", "keep_recent", "keep_recent_tokens", "keep_turns",
-        "lock_timeout", "max_summary_chars", "micro_trigger", "min_chars", "min_saving",
-        "model", "num_retries", "pin_patterns", "preserve",
+        "lock_timeout", "max_summary_chars", "max_summary_tokens", "micro_trigger",
+        "min_chars", "min_saving", "model", "num_retries", "pin_patterns", "preserve",
         "redact", "scope", "strategy", "summary_format", "summary_trigger", "threshold",
         "tiers_model", "timeout", "torn_wait",
     }
 )  # fmt: skip
 """Every key a config file may set (the long option names with ``_``, plus config-only
-``pin_patterns``, ``preserve``, ``redact``, ``tiers_model``)."""
+``max_summary_tokens``, ``pin_patterns``, ``preserve``, ``redact``, ``tiers_model``)."""
 
 COMMANDS = frozenset({"inspect", "compact", "rules", "dedup", "tiers", "convert", "eval"})
 """The tables a config file may have, one per command."""
@@ -113,6 +113,8 @@ class Settings:
         table: the parsed config file.
         command: the subcommand, whose ``[command]`` table overrides the top level.
         environ: the environment (``os.environ`` by default).
+        source: the config file's path, named in the message of a value that cannot be
+            parsed (``None``: no file, or not known).
     """
 
     def __init__(
@@ -120,8 +122,10 @@ class Settings:
         table: Mapping[str, Any],
         command: str,
         environ: Mapping[str, str] | None = None,
+        source: str | None = None,
     ) -> None:
-        self._table, self._environ = table, environ
+        self._table, self._environ, self._source = table, environ, source
+        self._command = command
         section = table.get(command)
         self._file = {k: v for k, v in table.items() if not isinstance(v, dict)}
         if isinstance(section, dict):
@@ -132,7 +136,7 @@ class Settings:
     def for_command(self, command: str) -> Settings:
         """The same config file and environment, with ``[command]``'s table over the top
         level (``compact --layers`` reads each layer's options as its own command would)."""
-        return Settings(self._table, command, self._environ)
+        return Settings(self._table, command, self._environ, self._source)
 
     def get(self, key: str, flag: T | None, default: T, convert: Callable[[Any], T]) -> T:
         """The value of ``key``: ``flag`` if given, else env, else config file, else default.
@@ -149,20 +153,49 @@ class Settings:
             convert = cast(Callable[[Any], T], to_bool)
         env_name = "COMPACTCTL_" + key.upper()
         if env_name in self._env:
+            value = self._env[env_name]
             try:
-                return convert(self._env[env_name])
+                return convert(value)
             except (TypeError, ValueError) as exc:
-                raise UsageError(f"environment {env_name}: {exc}") from None
+                raise UsageError(
+                    f"environment {env_name}={value!r}: {_expected(convert, exc)}; fix or unset it"
+                ) from None
         if key in self._file:
+            value = self._file[key]
             try:
-                return convert(self._file[key])
+                return convert(value)
             except (TypeError, ValueError) as exc:
-                raise UsageError(f"config key {key!r}: {exc}") from None
+                table = self._command if key in self._tables.get(self._command, {}) else None
+                where = f"[{table}] " if table else ""
+                raise UsageError(
+                    f"config {self._source or 'file'}: {where}{key} = {value!r}: "
+                    f"{_expected(convert, exc)}; fix the value or remove the key"
+                ) from None
         return default
 
     def table(self, name: str) -> dict[str, Any]:
         """A whole sub-table of the config file (e.g. ``[tools]``), or ``{}``."""
         return dict(self._tables.get(name, {}))
+
+
+def _expected(convert: Callable[[Any], Any], exc: Exception) -> str:
+    """What a setting's value must be, in words, by its parser; for another parser, its own
+    error's message (``exc``).
+
+    >>> _expected(int, ValueError()), _expected(float, ValueError())
+    ('expected a whole number (e.g. 10)', 'expected a number (e.g. 0.5)')
+    >>> _expected(to_bool, ValueError())
+    'expected true or false (or 1/0, yes/no, on/off)'
+    """
+    if convert is int:
+        return "expected a whole number (e.g. 10)"
+    if convert is float:
+        return "expected a number (e.g. 0.5)"
+    if convert is to_bool:
+        return "expected true or false (or 1/0, yes/no, on/off)"
+    if convert is tuple:
+        return 'expected a list of strings (e.g. ["a", "b"])'
+    return str(exc)
 
 
 def to_bool(value: Any) -> bool:

@@ -294,11 +294,16 @@ class CompactOptions:
         if self.format not in {"sections", "task-state"}:
             raise UsageError(f"unknown format {self.format!r}; use sections or task-state")
         if self.keep_recent < 0:
-            raise UsageError("keep_recent must be 0 or more")
+            raise UsageError(
+                f"--keep-recent (keep_recent) must be 0 or more, not {self.keep_recent}"
+            )
         if self.keep_recent_tokens is not None and self.keep_recent_tokens < 1:
-            raise UsageError("keep_recent_tokens must be 1 or more")
+            raise UsageError(
+                "--keep-recent-tokens (keep_recent_tokens) must be 1 or more, "
+                f"not {self.keep_recent_tokens}"
+            )
         if self.max_summary_tokens < 1:
-            raise UsageError("max_summary_tokens must be 1 or more")
+            raise UsageError(f"max_summary_tokens must be 1 or more, not {self.max_summary_tokens}")
 
     @property
     def summary_budget(self) -> int:

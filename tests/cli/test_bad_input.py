@@ -720,3 +720,31 @@ def test_an_empty_stdin_is_said(tmp_path: Path) -> None:
         ), command
     r = run_cli("inspect", "--estimate", "-", input=b"\n")  # a blank line is not nothing
     assert r.returncode == 0 and b"standard input is empty" not in r.stderr
+
+
+def test_a_bad_setting_names_where_it_came_from_and_what_it_takes(tmp_path: Path) -> None:
+    """A config value, an environment value or a flag out of range: exit 2 before any file
+    is read, the message names the file and table, the variable or the flag, the value, and
+    what it must be (not Python's ``int()`` error)."""
+    session = tmp_path / "s.jsonl"
+    session.write_bytes((SAMPLES / "small-s1.canonical.jsonl").read_bytes())
+    before = session.read_bytes()
+    config = tmp_path / "cc.toml"
+    config.write_text('[compact]\nkeep_recent = "three"\n')
+    cases = [
+        ((f"--config={config}",), {},
+         f"compactctl: error: config {config}: [compact] keep_recent = 'three': expected a "
+         "whole number (e.g. 10); fix the value or remove the key"),
+        ((), {"COMPACTCTL_KEEP_RECENT": "x"},
+         "compactctl: error: environment COMPACTCTL_KEEP_RECENT='x': expected a whole number "
+         "(e.g. 10); fix or unset it"),
+        (("--keep-recent", "-5"), {},
+         "compactctl: error: --keep-recent (keep_recent) must be 0 or more, not -5"),
+        (("--context-window", "0"), {},
+         "compactctl: error: invalid value for '--context-window': 0 is not in the range x>=1"),
+    ]  # fmt: skip
+    for flags, env, said in cases:
+        result = run_cli("compact", "--force", *flags, str(session), env=env)
+        assert result.returncode == 2, (flags, result.stderr.decode())
+        assert result.stderr.decode().splitlines()[0].startswith(said), flags
+    assert session.read_bytes() == before

@@ -23,11 +23,21 @@ def test_precedence_and_command_tables():
 
 
 def test_bad_values_name_their_source(tmp_path: Path):
-    s = Settings({"keep_recent": "many"}, "compact", environ={"COMPACTCTL_JOBS": "x"})
-    with pytest.raises(UsageError, match="config key 'keep_recent'"):
+    table = {"keep_recent": "many", "compact": {"redact": "maybe"}}
+    s = Settings(table, "compact", environ={"COMPACTCTL_JOBS": "x"}, source="/etc/cc.toml")
+    with pytest.raises(UsageError) as info:
         s.get("keep_recent", None, 10, int)
-    with pytest.raises(UsageError, match="environment COMPACTCTL_JOBS"):
+    assert str(info.value) == (
+        "config /etc/cc.toml: keep_recent = 'many': expected a whole number (e.g. 10); fix "
+        "the value or remove the key"
+    )
+    with pytest.raises(UsageError, match=r"^config /etc/cc.toml: \[compact\] redact = 'maybe': "):
+        s.get("redact", None, True, bool)
+    with pytest.raises(UsageError) as info:
         s.get("jobs", None, 1, int)
+    assert str(info.value) == (
+        "environment COMPACTCTL_JOBS='x': expected a whole number (e.g. 10); fix or unset it"
+    )
     bad = tmp_path / "bad.toml"
     bad.write_text("keep_recent = [\n")
     with pytest.raises(UsageError, match="invalid TOML"):

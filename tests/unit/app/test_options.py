@@ -77,18 +77,25 @@ def test_booleans_from_the_config_file() -> None:
 def test_a_bad_environment_value_names_the_variable() -> None:
     with pytest.raises(UsageError) as info:
         resolve(CompactOptions, {}, _settings(env={"COMPACTCTL_REDACT": "bogus"}))
-    assert str(info.value) == "environment COMPACTCTL_REDACT: not a boolean: 'bogus'"
+    assert str(info.value) == (
+        "environment COMPACTCTL_REDACT='bogus': expected true or false (or 1/0, yes/no, "
+        "on/off); fix or unset it"
+    )
     with pytest.raises(UsageError) as info:
         resolve(CompactOptions, {}, _settings(env={"COMPACTCTL_KEEP_RECENT": "three"}))
     assert str(info.value) == (
-        "environment COMPACTCTL_KEEP_RECENT: invalid literal for int() with base 10: 'three'"
+        "environment COMPACTCTL_KEEP_RECENT='three': expected a whole number (e.g. 10); fix "
+        "or unset it"
     )
 
 
 def test_a_bad_config_value_names_the_key() -> None:
     with pytest.raises(UsageError) as info:
         resolve(DedupOptions, {}, _settings({"dedup": {"threshold": "high"}}, command="dedup"))
-    assert str(info.value) == "config key 'threshold': could not convert string to float: 'high'"
+    assert str(info.value) == (
+        "config file: [dedup] threshold = 'high': expected a number (e.g. 0.5); fix the value "
+        "or remove the key"
+    )
 
 
 def test_the_first_bad_value_in_field_order_is_reported() -> None:
@@ -174,5 +181,5 @@ def test_settings_get_parses_a_boolean_by_its_words() -> None:
     s = _settings({"redact": "no"}, {"COMPACTCTL_MICRO_ONLY": "off"})
     assert s.get("micro_only", None, True, bool) is False
     assert s.get("redact", None, True, bool) is False
-    with pytest.raises(UsageError, match="config key 'redact': not a boolean: 'maybe'"):
+    with pytest.raises(UsageError, match="config file: redact = 'maybe': expected true or false"):
         _settings({"redact": "maybe"}).get("redact", None, True, bool)
