@@ -101,9 +101,20 @@ DryRunOpt = Annotated[
 ]
 
 
+def _at_least_one(flag: str, value: int | None) -> int | None:
+    """``value`` when it is ``None`` or 1 or more, else the usage error (exit 2)."""
+    if value is not None and value < 1:
+        raise typer.BadParameter(f"{value} is not 1 or more", param_hint=f"'{flag}'")
+    return value
+
+
 WindowOpt = Annotated[
     int | None,
-    typer.Option("--context-window", min=1, help="Context window in tokens (overrides the log)."),
+    typer.Option(
+        "--context-window",
+        callback=lambda v: _at_least_one("--context-window", v),
+        help="Context window in tokens (overrides the log).",
+    ),
 ]
 
 
