@@ -14,6 +14,7 @@ caller.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -269,9 +270,21 @@ def _guarded(
     worker: Worker, path: str, debug: bool, trim: bool = False
 ) -> dict[str, Any] | CompactError:
     """``worker(path)``, or the error it raised (an unexpected one as an InputError, unless
-    ``debug``); a closed stdout stops the whole run."""
+    ``debug``); a closed stdout stops the whole run.
+
+    The warnings (:class:`~compactctl.errors.CompactWarning`) raised while the file is
+    processed are its result's ``warnings`` (``list[str]``, in the order said; the key only
+    when there is one), in this process, a ``--jobs`` worker or a Dask one: a ``--json``
+    reader learns per file what stderr says once per run and process (the assumed context
+    window, lines skipped, an empty stdin). They are still shown as before
+    (:func:`compactctl.cli_shell.show_warning`)."""
+    said: list[str] = []
     try:
-        return worker(path)
+        with _file_warnings(said):
+            result = worker(path)
+        if said:
+            result["warnings"] = said
+        return result
     except CompactError as exc:
         if exc.path is None:
             exc.path = path
@@ -290,6 +303,35 @@ def _guarded(
     finally:
         if trim and _size(path) >= TRIM_MIN_BYTES:
             _release_memory()
+
+
+@contextlib.contextmanager
+def _file_warnings(said: list[str]) -> Iterator[None]:
+    """While the block runs, add the text of each :class:`~compactctl.errors.CompactWarning`
+    shown to ``said``, then show it as the ``warnings.showwarning`` in place does."""
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, CompactWarning) and str(message) not in said:
+            said.append(str(message))
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 TRIM_MIN_BYTES = 4 * 2**20

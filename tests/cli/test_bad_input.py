@@ -721,5 +721,11 @@ def test_an_empty_stdin_is_said(tmp_path: Path) -> None:
             "compactctl: warning: -: standard input is empty (did the command before the pipe "
             "fail?); read as a transcript without events"
         ], command
+        # with --json, the file's entry has it too (on stdout, or on stderr beside the
+        # transcript compact writes to stdout)
+        r = run_cli(command, "--estimate", "--json", "-", input=b"")
+        doc = json.loads(r.stdout if command == "inspect" else r.stderr)
+        (entry,) = doc["files"]
+        assert entry["warnings"] == [warned[0].removeprefix("compactctl: warning: ")]
     r = run_cli("inspect", "--estimate", "-", input=b"\n")  # a blank line is not nothing
     assert r.returncode == 0 and b"standard input is empty" not in r.stderr
