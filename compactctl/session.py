@@ -97,7 +97,12 @@ _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 
 
 def context_window(
-    override: int | None, session: SessionEvent | None, model: str | None, path: str = ""
+    override: int | None,
+    session: SessionEvent | None,
+    model: str | None,
+    path: str = "",
+    *,
+    warn: bool = True,
 ) -> int:
     """The context window of a session, in tokens, from the first of:
 
@@ -108,7 +113,10 @@ def context_window(
     4. a Claude model the table does not list: :data:`CLAUDE_WINDOW`;
     5. otherwise :data:`DEFAULT_CONTEXT_WINDOW`, with a
        :class:`~compactctl.errors.CompactWarning` naming ``path`` (the transcript), which
-       the CLI says once per model and run (its ``once`` key), for the first such file.
+       the CLI says once per model and run (its ``once`` key), for the first such file;
+       not when ``warn`` is false: the callers pass whether the session holds a message,
+       since the window of an empty input measures nothing (an empty stdin has its own
+       warning, :func:`compactctl.io.files.open_input`).
 
     For a Claude model (3 and 4), :data:`CLAUDE_LONG_WINDOW` when the model name ends in
     ``[1m]`` or the session's recorded peak prompt (``peakPromptTokens``) is larger than the
@@ -137,8 +145,8 @@ def context_window(
         if long or (peak is not None and peak > window):
             window = max(window, CLAUDE_LONG_WINDOW)
         return window
-    if window:
-        return window
+    if window or not warn:
+        return window or DEFAULT_CONTEXT_WINDOW
     import warnings
 
     from compactctl.errors import CompactWarning
@@ -360,7 +368,13 @@ class Session:
         return SessionMeta(
             model=model,
             key=session_key(event, self.path),
-            context_window=context_window(self._context_window, event, model, self.path),
+            context_window=context_window(
+                self._context_window,
+                event,
+                model,
+                self.path,
+                warn=any(isinstance(e, Message) for e in self.events),
+            ),
             encoding=encoding_name(self._encoding, model),
         )
 

@@ -465,7 +465,9 @@ class InspectAccumulator:
             "messages": len(self._counts),
             "turns": self._max_turn or 0,
             "model": model,
-            "contextWindow": window_of(context_window, self._session, model, path),
+            "contextWindow": window_of(
+                context_window, self._session, model, path, warn=bool(self._counts)
+            ),
             "tokenizer": counter.encoding_name,
             "byRole": _rows(self._by_role, _ROLE_ROW),
             "byTool": _rows(self._by_tool, _TOOL_ROW),

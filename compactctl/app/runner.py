@@ -14,6 +14,7 @@ caller.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -98,7 +99,9 @@ def discover_files(
     paths: list[str], report: Report, documents: bool = False, scope: RunScope | None = None
 ) -> list[Found]:
     """Expand PATHS (:func:`compactctl.io.files.walk`); a missing path is a failure on the
-    report, an empty folder (or one the filters empty) a warning, a file the walk left
+    report, an empty folder (or one the filters empty) a warning, so is a ``-o DIR/`` met
+    inside a folder of PATHS (never searched) that holds transcripts with no record of
+    being its outputs (:func:`compactctl.app.provenance.sidecar`), a file the walk left
     alone (a second path to one file, a link out of a folder) a skip with its reason. ``documents``
     (``--documents``): folders also yield the JSON documents and Aider histories a reader
     recognises; ``scope``: its filters and the folders to skip, or the walk it holds
@@ -118,6 +121,25 @@ def discover_files(
             message(f"compactctl: warning: {e}")
         else:
             _failed(report, e.path or "?", e)
+    for folder, held in found.unsearched:  # a -o DIR/ inside a folder of PATHS
+        from compactctl.app.provenance import sidecar
+
+        named = {os.path.realpath(f.path) for f in found.files if f.root is None}
+        others = [  # neither outputs nor named in PATHS
+            f
+            for f in held
+            if not os.path.isfile(sidecar(f, folder)) and os.path.realpath(f) not in named
+        ]
+        if others:
+            which = others[0] if len(others) == 1 else f"{others[0]} and {len(others) - 1} more"
+            message(
+                f"compactctl: warning: {folder}: not searched for inputs, being the -o folder "
+                f"(a run never reads its outputs back): {len(others)} transcript"
+                f"{'s' if len(others) > 1 else ''} there that compactctl did not write "
+                f"({which}) left out; to process {'them' if len(others) > 1 else 'it'}, name "
+                f"{'them' if len(others) > 1 else 'it'} in PATHS or write to an -o folder "
+                "outside the input tree"
+            )
     for path, reason in found.skipped:  # a second path to one file, a link out of a folder
         report.skipped(path, reason)
         if not scope.quiet and (report.doc is None or not report.doc.to_stderr):
@@ -285,9 +307,21 @@ def _guarded(
     worker: Worker, path: str, debug: bool, trim: bool = False
 ) -> dict[str, Any] | CompactError:
     """``worker(path)``, or the error it raised (an unexpected one as an InputError, unless
-    ``debug``); a closed stdout stops the whole run."""
+    ``debug``); a closed stdout stops the whole run.
+
+    The warnings (:class:`~compactctl.errors.CompactWarning`) raised while the file is
+    processed are its result's ``warnings`` (``list[str]``, in the order said; the key only
+    when there is one), in this process, a ``--jobs`` worker or a Dask one: a ``--json``
+    reader learns per file what stderr says once per run and process (the assumed context
+    window, lines skipped, an empty stdin). They are still shown as before
+    (:func:`compactctl.cli_shell.show_warning`)."""
+    said: list[str] = []
     try:
-        return worker(path)
+        with _file_warnings(said):
+            result = worker(path)
+        if said:
+            result["warnings"] = said
+        return result
     except CompactError as exc:
         if exc.path is None:
             exc.path = path
@@ -306,6 +340,35 @@ def _guarded(
     finally:
         if trim and _size(path) >= TRIM_MIN_BYTES:
             _release_memory()
+
+
+@contextlib.contextmanager
+def _file_warnings(said: list[str]) -> Iterator[None]:
+    """While the block runs, add the text of each :class:`~compactctl.errors.CompactWarning`
+    shown to ``said``, then show it as the ``warnings.showwarning`` in place does."""
+    import warnings
+
+    from compactctl.errors import CompactWarning
+
+    shown = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, CompactWarning) and str(message) not in said:
+            said.append(str(message))
+        shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 TRIM_MIN_BYTES = 4 * 2**20

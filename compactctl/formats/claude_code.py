@@ -49,7 +49,7 @@ Mapping:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from compactctl.formats._claude import ClaudeBuilder
 from compactctl.formats._common import JSON, Uuids, foreign, merge_by_line, stable_uuid
@@ -102,29 +102,49 @@ def is_subagent_file(records: list[tuple[int, JSON]]) -> bool:
     return bool(conversation) and all(r.get("isSidechain") for r in conversation)
 
 
-def sessions(
-    records: Iterable[tuple[int, JSON]],
-) -> tuple[set[str], tuple[int, int, str, str] | None]:
+class Second(NamedTuple):
+    """Where a second conversation starts in a Claude Code file (:func:`sessions`)."""
+
+    start: int
+    """The first line of its records: the root's line, or the line of the records just
+    before it that belong to it (its ``sessionId``, or metadata without one, e.g. the
+    ``file-history-snapshot`` a session file opens with)."""
+    root: int
+    """The line of its first conversation record."""
+    first: str
+    """The ``sessionId`` of the file's conversation (the first one)."""
+    other: str
+    """The ``sessionId`` of the second conversation."""
+    parent: str | None
+    """``None`` when its first record is a root (``parentUuid`` null); else the uuid that
+    record names as its parent, a record that is not in the file."""
+
+
+def sessions(records: Iterable[tuple[int, JSON]]) -> tuple[set[str], Second | None]:
     """The session ids of the file's conversation and where a second conversation starts.
 
     A resumed or continued session keeps writing to its file, and its records carry the new
     session's ``sessionId`` while they chain (``parentUuid``) onto the earlier session's
     records (siteboon/claudecodeui issue 1022, "records written before the resume keep the
     original session's id, and records written after carry the new id"); all these ids are
-    the file's. A non-sidechain conversation record of a session id not seen yet that is a
-    root (``parentUuid`` null, not a ``compact_boundary``, which continues through
-    ``logicalParentUuid``) starts another conversation: two session files concatenated
-    (``cat a.jsonl b.jsonl``). Claude Code keeps one session per file, named by its id
-    (docs/formats.md section 1). A dangling parent counts as a link (dropped records).
-    In a subagent's own file (:func:`is_subagent_file`) sidechain records count too.
+    the file's. A session id not seen yet starts another conversation, two session files
+    concatenated (``cat a.jsonl b.jsonl``), when its first non-sidechain conversation record
+
+    - is a root (``parentUuid`` null, not a ``compact_boundary``, which continues through
+      ``logicalParentUuid``), or
+    - names a parent that is not in the file (a dangling parent: the second file's root was
+      cut off, or its first records were dropped) and none of that session's records chains
+      onto a record of the file's earlier sessions: a resume chains onto them, a
+      concatenated file never does (its uuids are its own). Within one session a dangling
+      parent counts as a link (dropped records, docs/formats.md section 1).
+
+    Claude Code keeps one session per file, named by its id (docs/formats.md section 1). In
+    a subagent's own file (:func:`is_subagent_file`) sidechain records count too.
 
     Returns:
         ``(ids, second)``: the session ids of the file's conversation (empty when no
-        conversation record has a ``sessionId``), and ``(start, root, first id, other id)``
-        when another conversation starts: ``root`` is the line of its root record,
-        ``start`` the first line of the records just before it that belong to it (its
-        ``sessionId``, or metadata without one, e.g. the ``file-history-snapshot`` a
-        session file opens with); else ``None``.
+        conversation record has a ``sessionId``), and where another conversation starts
+        (:class:`Second`), else ``None``.
 
     >>> rec = {"type": "user", "sessionId": "s1", "uuid": "a", "parentUuid": None}
     >>> later = dict(rec, sessionId="s2", uuid="b", parentUuid="a")
@@ -132,7 +152,9 @@ def sessions(
     True
     >>> queued = {"type": "queue-operation", "sessionId": "s2"}
     >>> sessions([(1, rec), (2, queued), (3, dict(later, parentUuid=None))])[1]
-    (2, 3, 's1', 's2')
+    Second(start=2, root=3, first='s1', other='s2', parent=None)
+    >>> sessions([(1, rec), (2, dict(later, parentUuid="gone"))])[1]
+    Second(start=2, root=2, first='s1', other='s2', parent='gone')
     """
     records = list(records)
     subagent = is_subagent_file(records)
@@ -147,13 +169,38 @@ def sessions(
         ):
             continue
         root = rec.get("parentUuid") is None and rec.get("subtype") != "compact_boundary"
-        if ids and root:
+        if ids and (root or _unlinked(records, at, sid, set(ids))):
             start = at
             while start > 0 and _belongs_to(records[start - 1][1], sid):
                 start -= 1
-            return set(ids), (records[start][0], line, next(iter(ids)), sid)
+            parent = None if root else _parent(rec)
+            return set(ids), Second(records[start][0], line, next(iter(ids)), sid, parent)
         ids[sid] = None
     return set(ids), None
+
+
+def _parent(record: JSON) -> str | None:
+    """The uuid a conversation record chains onto: ``parentUuid``, or a
+    ``compact_boundary``'s ``logicalParentUuid``; ``None`` for a root."""
+    parent = record.get("parentUuid")
+    if parent is None and record.get("subtype") == "compact_boundary":
+        parent = record.get("logicalParentUuid")
+    return parent if isinstance(parent, str) else None
+
+
+def _unlinked(records: list[tuple[int, JSON]], at: int, sid: str, earlier: set[str]) -> bool:
+    """Whether session ``sid``, whose first conversation record is ``records[at]``, starts
+    with a dangling parent and has no record chaining onto a record of the ``earlier``
+    sessions (:func:`sessions`). A parent that is any record of the file is a link."""
+    parent = _parent(records[at][1])
+    if parent is None or any(r.get("uuid") == parent for _, r in records):
+        return False
+    theirs = {
+        r["uuid"]
+        for _, r in records
+        if r.get("sessionId") in earlier and isinstance(r.get("uuid"), str)
+    }
+    return not any(r.get("sessionId") == sid and _parent(r) in theirs for _, r in records[at + 1 :])
 
 
 def _belongs_to(record: JSON, sid: str) -> bool:
@@ -200,10 +247,8 @@ def current_branch(records: list[tuple[int, JSON]]) -> tuple[list[int], dict[int
         seen.add(cur)
         path.append(cur)
         rec = records[cur][1]
-        parent = rec.get("parentUuid")
-        if parent is None and rec.get("subtype") == "compact_boundary":
-            parent = rec.get("logicalParentUuid")
-        if not isinstance(parent, str):
+        parent = _parent(rec)
+        if parent is None:
             break
         nxt = by_uuid.get(parent)
         if nxt is None:

@@ -251,7 +251,8 @@ def _refuse_many_sessions(path: str, name: str, records: Iterable[tuple[int, Any
 
     Raises:
         InputError: names the line where the second conversation starts, both session
-            ids, and how to split the file.
+            ids, why it is another conversation (a root, or a dangling parent and no link
+            to the earlier session), and how to split the file.
     """
     if name != "claude-code":
         return
@@ -260,10 +261,16 @@ def _refuse_many_sessions(path: str, name: str, records: Iterable[tuple[int, Any
     second = sessions(r for r in records if isinstance(r[1], dict))[1]
     if second is None:
         return
-    start, root, first, other = second
+    start, root, first, other, parent = second
+    why = (
+        "a root record, no parent"
+        if parent is None
+        else f"its first record's parent {parent} is not in the file, and none of its "
+        "records chains onto the earlier session's"
+    )
     raise InputError(
-        f"line {root} starts another conversation (session {other}: a root record, no "
-        f"parent) after session {first}: the file looks like two Claude Code session "
+        f"line {root} starts another conversation (session {other}: {why}) after session "
+        f"{first}: the file looks like two Claude Code session "
         "files joined, and Claude Code keeps one session per file (a resumed session's "
         f"records chain onto the earlier ones). Split it, one session per file: the "
         f"second session's records start at line {start} (head -n {start - 1} FILE > "

@@ -166,12 +166,17 @@ class Walk:
             a file already taken (a symbolic or hard link, another spelling: the one the
             walk meets first is kept), or a symbolic link found in a folder that leads out
             of it. The run reports them as skipped (not failed).
+        unsearched: ``(folder, transcripts)`` of each ``skip`` folder met inside a searched
+            folder that holds transcripts (``*.jsonl``, ``*.jsonl.gz``, sorted): a ``-o
+            DIR/`` inside the input tree, whose files are left out of the run (the run says
+            so: :func:`compactctl.app.runner.discover_files`).
     """
 
     files: list[Found]
     errors: list[InputError]
     left_out: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unsearched: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def walk(
@@ -192,7 +197,8 @@ def walk(
     FileFilter`: ``--since``, ``--until``, ``--older-than``, ``--glob``, ``--exclude``) apply
     to every local file, named or found; ``-`` and URLs take only the patterns. ``skip``:
     folders never searched (a ``-o DIR/`` inside the input tree: compactctl never reads its
-    own outputs back as inputs), compared by device and inode.
+    own outputs back as inputs), compared by device and inode; one met holding transcripts
+    is listed in :attr:`Walk.unsearched`.
 
     Each local file is taken once per run, whatever the paths that lead to it (compared by
     device and inode: ``b.jsonl -> a.jsonl``, a hard link, ``./a.jsonl`` beside ``a.jsonl``):
@@ -211,6 +217,7 @@ def walk(
     taken: dict[tuple[int, int], str] = {}  # (device, inode) -> the path kept for it
     left_out = 0
     skipped = _dir_ids(skip)
+    unsearched: dict[str, list[str]] = {}
     aside: list[tuple[str, str]] = []
     outside: set[str] = set()  # links found in a folder that lead out of it
     for arg in paths:
@@ -235,7 +242,7 @@ def walk(
             p = Path(arg)
             if p.is_dir():
                 root = arg
-                candidates = _search(p, documents, skipped)
+                candidates = _search(p, documents, skipped, unsearched)
                 if not candidates:
                     errors.append(
                         NoTranscripts("folder has no *.jsonl or *.jsonl.gz transcripts", path=arg)
@@ -277,7 +284,7 @@ def walk(
                     path=arg,
                 )
             )
-    return Walk(files, errors, left_out, aside)
+    return Walk(files, errors, left_out, aside, [(d, f) for d, f in unsearched.items() if f])
 
 
 def _aside(path: str, root: str | None, taken: dict[tuple[int, int], str]) -> str | None:
@@ -322,9 +329,15 @@ def _dir_ids(folders: Sequence[str]) -> set[tuple[int, int]]:
     return ids
 
 
-def _search(top: Path, documents: bool, skip: set[tuple[int, int]]) -> list[str]:
+def _search(
+    top: Path,
+    documents: bool,
+    skip: set[tuple[int, int]],
+    unsearched: dict[str, list[str]] | None = None,
+) -> list[str]:
     """The transcripts under the folder ``top``, sorted; folders in ``skip`` (device,
-    inode) are not entered."""
+    inode) are not entered: ``unsearched`` gets each one met, with the ``*.jsonl`` and
+    ``*.jsonl.gz`` files under it."""
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(str(top)):
         if skip:
@@ -336,6 +349,8 @@ def _search(top: Path, documents: bool, skip: set[tuple[int, int]]) -> list[str]
                     continue
                 if (st.st_dev, st.st_ino) not in skip:
                     kept.append(d)
+                elif unsearched is not None and os.path.join(dirpath, d) not in unsearched:
+                    unsearched[os.path.join(dirpath, d)] = _search(Path(dirpath, d), False, set())
             dirnames[:] = kept
         for name in filenames:
             f = Path(dirpath, name)

@@ -17,8 +17,17 @@ command finds a session by its id (docs/formats.md sections 2 and 3):
   exec resume ID``). The records are the original's ``session_meta`` (its id replaced), a
   ``compacted`` record whose ``replacement_history`` is the summary as one user message
   (Codex replaces the history it rebuilds with it, then appends the ``response_item``
-  records after it), and the kept items. No ``turn_context`` is written, so Codex sends its
-  full instructions and environment again on the next turn, as after its own compaction.
+  records after it), and the kept items. The original's last ``turn_context`` (where Codex
+  records the session's ``model``, with its ``cwd`` and policies) goes before the
+  ``compacted`` record: Codex resumes with the model of the newest ``turn_context`` (it
+  warns when another one is asked for), and a ``turn_context`` before a compaction leaves
+  the context it sent as not sent, so Codex sends its full instructions and environment
+  again on the next turn (openai/codex ``rollout_reconstruction.rs``: a compaction clears
+  the ``reference_context_item`` an older ``turn_context`` set; Codex CLI 0.169.0 sends
+  them again in any case, tests/system/agents/test_resume.py). Without a summary
+  (``--micro-only``) no ``turn_context`` is written, since there one with no compaction
+  after it counts as that baseline and the new session holds none of the instructions (so
+  the model is not recorded); nor is one when the original has none (no model invented).
 
 What is written: the effective context (the log replayed after the compaction), so a
 micro-compacted output is written elided, as the model would see it. System messages are
@@ -311,12 +320,22 @@ def _records(path: str) -> Iterator[JSON]:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
 
 
-def _new_id(source_id: str, fmt: str, summary: Message | None, kept: list[Message]) -> str:
+def _new_id(
+    source_id: str,
+    fmt: str,
+    summary: Message | None,
+    kept: list[Message],
+    context: JSON | None = None,
+) -> str:
     """A UUID (version 4 layout, bits from SHA-256) of the source id, the target format and
     the compaction's content: what the summary says, and which messages stay with what
     they hold (a micro-compacted message differs from the whole one, so two compactions
-    that keep the same messages differently get two ids)."""
+    that keep the same messages differently get two ids); and Codex's ``turn_context``
+    written (``context``, its model: a session written without it, by compactctl before
+    it was written, is another one, not a file in the way)."""
     h = hashlib.sha256(f"{fmt}\0{source_id}\0".encode())
+    if context is not None:
+        h.update(b"turn_context\0" + dumps(context) + b"\0")
     h.update(summary.text.encode() if summary is not None else b"")
     for m in kept:
         held = b"" if m is summary else dumps(m.data)  # the summary's: its text, above
@@ -522,7 +541,10 @@ def _codex(
     payload = meta.get("payload") if meta else None
     if not isinstance(payload, dict) or not isinstance(payload.get("id"), str):
         raise InputError("no session_meta with an id: cannot write a rollout", path=path)
-    new = _new_id(payload["id"], "codex-rollout", summary, kept)
+    context = next((r for r in reversed(records) if r.get("type") == "turn_context"), None)
+    if summary is None or context is None or not isinstance(context.get("payload"), dict):
+        context = None  # no turn_context written (module docstring)
+    new = _new_id(payload["id"], "codex-rollout", summary, kept, context and context["payload"])
     last = _last_time(records, kept)
     calls = _codex_calls(records)
     out: list[JSON] = [
@@ -537,6 +559,8 @@ def _codex(
             },
         }
     ]
+    if context is not None:  # the model Codex resumes with
+        out.append({"timestamp": last, "type": "turn_context", "payload": context["payload"]})
     if summary is not None:
         text = _summary_text(summary)
         item = {"type": "message", "role": "user", "content": [_codex_text("user", text)]}

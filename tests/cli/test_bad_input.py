@@ -711,13 +711,22 @@ def test_a_refused_file_is_quoted_without_its_secret(tmp_path: Path) -> None:
 def test_an_empty_stdin_is_said(tmp_path: Path) -> None:
     """``producer | compactctl compact -`` when the producer failed and wrote nothing: the
     run still reads an empty transcript (exit 0, nothing written), and says stdin was empty
-    (review 11: it reported success and nothing else)."""
+    (review 11: it reported success and nothing else). That is its one warning: the
+    context window assumed for no model measures nothing there (it was said too)."""
     for command in ("compact", "inspect"):
         r = run_cli(command, "--estimate", "-", input=b"")
         assert r.returncode == 0, r.stderr
-        assert b"compactctl: warning: -: standard input is empty (did the command before the " in (
-            r.stderr
-        ), command
+        warned = [x for x in r.stderr.decode().splitlines() if "warning" in x]
+        assert warned == [
+            "compactctl: warning: -: standard input is empty (did the command before the pipe "
+            "fail?); read as a transcript without events"
+        ], command
+        # with --json, the file's entry has it too (on stdout, or on stderr beside the
+        # transcript compact writes to stdout)
+        r = run_cli(command, "--estimate", "--json", "-", input=b"")
+        doc = json.loads(r.stdout if command == "inspect" else r.stderr)
+        (entry,) = doc["files"]
+        assert entry["warnings"] == [warned[0].removeprefix("compactctl: warning: ")]
     r = run_cli("inspect", "--estimate", "-", input=b"\n")  # a blank line is not nothing
     assert r.returncode == 0 and b"standard input is empty" not in r.stderr
 

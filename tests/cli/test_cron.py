@@ -166,6 +166,41 @@ def test_output_dir_mirrors_the_tree_and_never_reads_itself(tmp_path: Path) -> N
     assert r.returncode == 0 and b"up to date" not in r.stderr
 
 
+def test_transcripts_already_in_an_output_dir_inside_the_tree_are_said(tmp_path: Path) -> None:
+    """``compact -o T/sub/ T``: the -o folder is never searched for inputs, and a transcript
+    there that no run wrote was left out without a word (review: read as an input?
+    skipped?). Now a warning names the folder and it, once a run; compactctl's own outputs
+    there are not counted; named in PATHS, it is processed and not counted either."""
+    tree = tmp_path / "T"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.jsonl").write_bytes(CANONICAL.read_bytes())
+    theirs = CLAUDE.read_bytes()
+    (tree / "sub" / "old.jsonl").write_bytes(theirs)
+    warning = (
+        "compactctl: warning: T/sub: not searched for inputs, being the -o folder (a run never "
+        "reads its outputs back): 1 transcript there that compactctl did not write "
+        "(T/sub/old.jsonl) left out; to process it, name it in PATHS or write to an -o "
+        "folder outside the input tree"
+    )
+    for night in (1, 2):  # the second night, a.jsonl's output is there too, not counted
+        r = run_cli("compact", "--force", "--no-store", "-o", "T/sub/", "T", cwd=tmp_path, env=ENV)
+        lines = r.stderr.decode().splitlines()
+        assert r.returncode == 0 and lines[0] == warning, lines
+        assert [x for x in lines if "warning" in x] == [warning], night
+    assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*.jsonl")) == [
+        "a.jsonl", "sub/a.jsonl", "sub/old.jsonl"
+    ]  # fmt: skip
+    assert (tree / "sub" / "old.jsonl").read_bytes() == theirs
+    named = run_cli("compact", "--force", "--no-store", "-o", "T/sub/", "T", "./T/sub/old.jsonl",
+                    cwd=tmp_path, env=ENV)  # fmt: skip
+    assert named.returncode == 0 and b"warning" not in named.stderr, named.stderr
+    assert (tree / "sub" / "sub" / "old.jsonl").is_file()
+    assert (tree / "sub" / "old.jsonl").read_bytes() == theirs
+    again = run_cli("compact", "--force", "--no-store", "-o", "T/sub/", "T", cwd=tmp_path, env=ENV)
+    assert b"warning" in again.stderr  # sub/old.jsonl again, not its output sub/sub/old.jsonl
+    assert b"(T/sub/old.jsonl) left out" in again.stderr
+
+
 def test_filters_choose_the_files(tmp_path: Path) -> None:
     tree = tmp_path / "t"
     old = _session(tree / "old.jsonl", 2, 7)

@@ -145,6 +145,43 @@ def test_stdin_report_on_stderr_is_one_json_document(tmp_path: Path) -> None:
     assert doc["files"][0]["outcome"] == "changed"
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("command", ["inspect", "compact"])
+def test_each_file_entry_has_its_own_warnings(tmp_path: Path, command: str, jobs: str) -> None:
+    """The context-window warning is said on stderr once per run and process, for the first
+    file; every file it is true of has it in its entry's ``warnings`` (it was only on
+    stderr), as compact has a file's skipped lines; a file without one has no ``warnings``."""
+    records = [orjson.loads(x) for x in S1.read_bytes().splitlines()]
+    records[0]["model"] = "mystery-model-7"
+    del records[0]["contextWindow"]
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    shutil.copy(SAMPLES / "messy-s2.claude-code.jsonl", tmp_path / "d.jsonl")  # 2 bad lines
+    shutil.copy(S1, tmp_path / "e.jsonl")  # its model's window is known
+    out = ["-o", "out/"] if command == "compact" else []
+    r = run_cli(command, "--estimate", "--json", "--jobs", jobs, *out, ".", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = valid(orjson.loads(r.stdout))
+    said = {f["path"]: f.get("warnings") for f in doc["files"]}
+    window = (
+        "model 'mystery-model-7' has no known context window: assuming a context window of "
+        "128,000 tokens (pass --context-window N to set it)"
+    )
+    for name in ("a", "b", "c"):
+        assert said[f"{name}.jsonl"] == [f"{name}.jsonl: {window}"]
+    assert said["e.jsonl"] is None
+    if command == "compact":
+        assert (said["d.jsonl"] or [])[0] == (
+            "d.jsonl: 2 lines skipped, not read as part of the conversation: line 55 "
+            "(malformed JSON), line 94 (torn: the last line has no newline); inspect lists them"
+        )
+    else:  # inspect lists them as findings, no warning
+        assert said["d.jsonl"] is None
+    stderr = r.stderr.decode()
+    if jobs == "1":  # stderr as before: the first file only
+        assert stderr.count(window) == 1 and f"a.jsonl: {window}" in stderr
+
+
 def test_events_with_the_report_on_stderr_is_refused() -> None:
     r = run_cli("compact", "--json", "--events", "-", input=S1.read_bytes())
     assert r.returncode == 2 and r.stdout == b""

@@ -294,11 +294,19 @@ def test_codex_resumes_compacted(tmp_path: Path) -> None:
         assert sorted((codex_home / "sessions").rglob("*.jsonl")) == sorted([original, new])
 
         records = [json.loads(line) for line in new.read_text().splitlines()]
-        assert [r["type"] for r in records[:2]] == ["session_meta", "compacted"]
+        assert [r["type"] for r in records[:3]] == ["session_meta", "turn_context", "compacted"]
         assert records[0]["payload"]["id"] == resume["sessionId"]
+        assert records[1]["payload"]["model"] == "gpt-5"
 
         agent.run("exec", "resume", resume["sessionId"], *flags, RESUME)
         resumed = agent.turn_request(RESUME)
         agent.run("exec", "resume", thread, *flags, RESUME)
         again = agent.turn_request(RESUME)
+        # Codex takes the model from the new session's turn_context (the original's last)
+        other = ["gpt-5-mini" if f == "gpt-5" else f for f in flags]
+        warned = agent.run("exec", "resume", resume["sessionId"], *other, RESUME).stdout
+        assert "This session was recorded with model `gpt-5` but is resuming with" in warned
+    # Codex still sends its instructions and environment again (the new session has none)
+    texts = _user_texts(resumed["input"])
+    assert any(t.startswith("<environment_context>") for t in texts), texts[-3:]
     _check_round_trip(agent, original, new, result, resumed, again, "input")

@@ -423,6 +423,89 @@ def test_a_session_resumed_in_its_file_reads_whole(tmp_path: Path) -> None:
     assert session["sessionId"] == "255ea867-c8d3-45c7-b5bd-a9dd578ab5e6"
 
 
+def _dangling_root(lines: list[bytes]) -> list[bytes]:
+    """The real session's lines with its root prompt (line 3) given a parent that is not
+    in any file."""
+    root = json.loads(lines[2])
+    assert root["parentUuid"] is None and root["type"] == "user"
+    root["parentUuid"] = "00000000-dead-4000-8000-000000000000"
+    return [*lines[:2], json.dumps(root).encode() + b"\n", *lines[3:]]
+
+
+@pytest.mark.parametrize(
+    ("second", "root", "start", "parent"),
+    [
+        # its root prompt names a parent that is not in the file
+        (_dangling_root, 105, 103, "00000000-dead-4000-8000-000000000000"),
+        # its first three lines (two queue-operations and the root prompt) cut off: the
+        # attachment after the root is its first record, its parent the lost root
+        (lambda lines: lines[3:], 103, 103, "c2f1c53d-b698-4153-8a6f-008565d84c34"),
+    ],
+    ids=["root-with-dangling-parent", "root-cut-off"],
+)
+def test_a_second_session_starting_with_a_dangling_parent_is_refused(
+    tmp_path: Path, second: Any, root: int, start: int, parent: str
+) -> None:
+    """A dangling parent counted as a link, so a second session whose first record's
+    parent is not in the file was read as part of the first (94 messages, exit 0): none of
+    its records chains onto the first session's, so it is another conversation."""
+    path = tmp_path / "joined.jsonl"
+    lines = REAL_SESSION.read_bytes().splitlines(keepends=True)
+    path.write_bytes(SAMPLE_CLAUDE.read_bytes() + b"".join(second(lines)))
+    with pytest.raises(InputError) as info:
+        load(str(path))
+    message = str(info.value)
+    assert message.startswith(
+        f"{path}: line {root} starts another conversation (session "
+        f"b7a64efe-cbfe-47e8-a7f2-2c773ad73928: its first record's parent {parent} is not "
+        "in the file, and none of its records chains onto the earlier session's) after "
+        "session 255ea867-c8d3-45c7-b5bd-a9dd578ab5e6: "
+    )
+    assert f"start at line {start} (head -n {start - 1} FILE > first.jsonl; " in message
+    proc = run_cli("inspect", str(path))
+    assert (proc.returncode, proc.stdout) == (3, "")
+    assert f"line {root} starts another conversation" in proc.stderr
+
+
+def _resumed_from(line: int, tmp_path: Path) -> Path:
+    """The sample with every record from ``line`` on under a new ``sessionId`` (as if
+    resumed there); the sample's line 41 has a dangling parent (its meta file)."""
+    path = tmp_path / f"resumed-{line}.jsonl"
+    out = []
+    for number, text in enumerate(SAMPLE_CLAUDE.read_text().splitlines(), 1):
+        record = json.loads(text)
+        if number >= line and "sessionId" in record:
+            record["sessionId"] = "99999999-0000-4000-8000-000000000001"
+        out.append(json.dumps(record))
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_a_resumed_session_with_a_dangling_parent_after_the_resume_reads_whole(
+    tmp_path: Path,
+) -> None:
+    """The resumed records (line 30 on) chain onto the earlier session's; their own
+    dangling parent (line 41) is dropped records, as in one session."""
+    _, want = load(str(SAMPLE_CLAUDE))
+    fmt, events = load(str(_resumed_from(30, tmp_path)))
+    assert fmt == "claude-code"
+    got = [m.data for m in events if isinstance(m, Message)]
+    assert len(got) == 66
+    assert got == [m.data for m in want if isinstance(m, Message)]
+
+
+def test_a_resume_whose_first_record_has_a_dangling_parent_is_refused(tmp_path: Path) -> None:
+    """The documented limit (docs/formats.md section 1): resumed at line 41, whose parent
+    is not in the file, nothing ties the new session to the earlier one but file order, as
+    in two files joined; it is refused, not guessed."""
+    path = _resumed_from(41, tmp_path)
+    with pytest.raises(InputError) as info:
+        load(str(path))
+    assert "line 41 starts another conversation (session 99999999-0000-4000-8000-" in str(
+        info.value
+    )
+
+
 def test_a_session_with_its_subagent_sidechains_is_not_two_sessions(tmp_path: Path) -> None:
     """An older file holds its subagents' sidechains (roots of their own, the session's id)
     and a subagent's own file is all sidechain: neither is refused."""

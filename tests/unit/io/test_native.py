@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from compactctl.app.jobs import OutputOptions, compact_path
-from compactctl.errors import UsageError, WriteError
+from compactctl.errors import CompactWarning, UsageError, WriteError
 from compactctl.io.native import native_format, native_session, write_native
-from compactctl.layers.options import CompactOptions
+from compactctl.layers.options import CompactOptions, MicroParams
 from compactctl.session import Session
 from compactctl.summarize.summary_format import parse_sections
 from tests.helpers import FIXTURES, run_cli
@@ -138,18 +138,23 @@ def test_codex_rollout(tmp_path: Path) -> None:
 
     records = _records(new)
     assert [r["ordinal"] for r in records] == list(range(len(records)))
-    meta, compacted = records[0], records[1]
+    meta, context, compacted = records[0], records[1], records[2]
     assert meta["type"] == "session_meta" and meta["payload"]["id"] == sid
     original_meta = _records(src)[0]["payload"]
     assert meta["payload"]["base_instructions"] == original_meta["base_instructions"]
     assert meta["payload"]["cwd"] == original_meta["cwd"] == resume["cwd"]
+    # the model, where Codex records it: the original's last turn_context, as it was
+    contexts = [r["payload"] for r in _records(src) if r["type"] == "turn_context"]
+    assert len(contexts) == 2 and contexts[1]["turn_id"] != contexts[0]["turn_id"]
+    assert context["type"] == "turn_context" and context["payload"] == contexts[1]
+    assert context["payload"]["model"] == "gpt-5"
+    assert [r for r in records if r["type"] == "turn_context"] == [context]
     assert compacted["type"] == "compacted"
     (item,) = compacted["payload"]["replacement_history"]
     assert item["role"] == "user" and "Summary:\n" in item["content"][0]["text"]
     assert compacted["payload"]["message"] == item["content"][0]["text"]
-    assert not [r for r in records if r["type"] == "turn_context"]
-    items = [r["payload"] for r in records[2:]]
-    assert {r["type"] for r in records[2:]} == {"response_item"}
+    items = [r["payload"] for r in records[3:]]
+    assert {r["type"] for r in records[3:]} == {"response_item"}
     calls = [i["call_id"] for i in items if i["type"] == "function_call"]
     outputs = [i["call_id"] for i in items if i["type"] == "function_call_output"]
     assert calls and calls == outputs
@@ -163,8 +168,32 @@ def test_codex_rollout(tmp_path: Path) -> None:
 
     back = Session.open(str(new))
     assert back.format == "codex-rollout"
+    assert back.meta.model == "gpt-5"  # it was None: no model, a 128,000-token window assumed
     tools = [m for m in back.effective() if m.role == "tool"]
     assert [m.tool_call_id for m in tools] == outputs
+
+
+def test_codex_rollout_without_a_model_or_a_summary_gets_no_turn_context(tmp_path: Path) -> None:
+    """No model is invented: an original without ``turn_context`` gives a session without
+    one; and a micro-only compaction (no ``compacted`` record) writes none (module
+    docstring), so the model is not recorded there."""
+    src = _codex(tmp_path)
+    bare = src.with_name(src.name.replace("-01a231af", "-01a231a0"))
+    lines = src.read_text().splitlines(keepends=True)
+    bare.write_text("".join(line for line in lines if '"turn_context"' not in line))
+    assert Session.open(str(bare)).meta.model is None
+    micro_only = CompactOptions(
+        force=True, micro_only=True, micro=MicroParams(keep_turns=0), min_saving=0
+    )
+    for path, options in ((bare, OPTIONS), (src, micro_only)):
+        result = compact_path(str(path), options, NATIVE)
+        records = _records(result["written"])
+        assert records[0]["type"] == "session_meta"
+        assert [r for r in records if r["type"] == "turn_context"] == []
+        assert '"model"' not in json.dumps([r for r in records if r["type"] != "session_meta"])
+        with pytest.warns(CompactWarning, match="no model is recorded: assuming a context"):
+            assert Session.open(result["written"]).meta.model is None
+    assert [r["type"] for r in _records(result["written"])][1] == "response_item"  # micro
 
 
 def test_dry_run_and_check_write_nothing(tmp_path: Path) -> None:

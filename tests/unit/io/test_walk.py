@@ -76,9 +76,17 @@ def test_walk_never_enters_a_skipped_folder(tmp_path: Path) -> None:
     every = [f.path for f in walk([str(tmp_path / "t")]).files]
     assert f"{out}/a/s.jsonl" in every
     # the same folder through another spelling of its path is still skipped
-    kept = walk([str(tmp_path / "t")], skip=[f"{tmp_path}/t/../t/out/"]).files
-    assert [f.path for f in kept] == [p for p in every if "/out/" not in p]
-    assert len(kept) == 4
+    found = walk([str(tmp_path / "t")], skip=[f"{tmp_path}/t/../t/out/"])
+    assert [f.path for f in found.files] == [p for p in every if "/out/" not in p]
+    assert len(found.files) == 4
+    # the folder left unsearched is listed, with the transcripts it holds
+    assert found.unsearched == [(str(out), [f"{out}/a/s.jsonl"])]
+    b = tmp_path / "t" / "b"
+    assert walk([str(tmp_path / "t")], skip=[str(b)]).unsearched == [
+        (str(b), [f"{b}/c/t.jsonl.gz", f"{b}/s.jsonl"])
+    ]
+    (out / "a" / "s.jsonl").unlink()  # none there: not listed
+    assert walk([str(tmp_path / "t")], skip=[str(out)]).unsearched == []
 
 
 def test_patterns_are_gitignore_style_relative_to_the_folder(tmp_path: Path) -> None:
