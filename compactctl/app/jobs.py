@@ -411,15 +411,9 @@ def _nothing_landed(result: dict[str, Any]) -> None:
     and ``reason`` says why.
     The run's totals then count one file's saving once (review of unattended use, defect 7).
     """
-    for before, after in (("tokensBefore", "tokensAfter"), ("charsBefore", "charsAfter")):
-        if isinstance(result.get(after), int) and before in result:
-            result[before] = result[after]
-    for saved, none in (("tokensSaved", 0), ("charsSavedRatio", 0.0)):
-        if saved in result:
-            result[saved] = none
-    for row in result.get("byLayer") or ():
-        row["tokensBefore"] = row["tokensAfter"]
-        row["tokensSaved"] = 0
+    from compactctl.app.report import nothing_landed
+
+    nothing_landed(result, stays="after")
     n = result["alreadyPresent"]
     result["reason"] = (
         f"another run appended the {n} planned event{'s' if n != 1 else ''} first "
