@@ -351,6 +351,12 @@ def found_errors(text: str) -> list[str]:
     return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
 
 
+_SHOWN_ERROR_MARKS = ("rror", "RROR", "atal", "ATAL", "anic", "ANIC", "xception")
+"""Literals one of which a text holds when :func:`shown_error`'s line shapes can match in it
+(``error``/``Error``/``ERROR``, ``fatal``/``FATAL``, ``panic``/``PANIC``, a name ending in
+``Error`` or ``Exception``): most command outputs hold none, and skip the line loop."""
+
+
 def shown_error(text: str, found: list[str] | None = None) -> str:
     """The first error line the output of a command shows when nothing says how the
     command ended (no exit code, no ``isError``): the command ledger states that line as
@@ -372,7 +378,7 @@ def shown_error(text: str, found: list[str] | None = None) -> str:
         found = located_errors(text) + found_errors(text)
     if found:
         return found[0]
-    if ":" not in text and "!" not in text:  # every shape below holds one
+    if not any(mark in text for mark in _SHOWN_ERROR_MARKS):
         return ""
     for raw in text.split("\n"):
         line = raw.strip()
