@@ -71,6 +71,13 @@ class OutputChanged(WriteError):
     written is ``DIR/.compactctl/REL.json`` (:mod:`compactctl.app.provenance`)."""
 
 
+class OutputNotOurs(WriteError):
+    """A file at an ``-o DIR/`` output's path that compactctl did not write there: no record
+    of it in ``DIR/.compactctl/`` (the user's own file, another tool's output). It is never
+    overwritten (exit code 3; the other files of the run go on): move it away or write to
+    another ``-o DIR/`` (:func:`compactctl.app.provenance.refuse_changed`)."""
+
+
 class LockTimeout(CompactError):
     """Another process held the transcript's lock longer than the timeout (exit code 75).
 

@@ -192,7 +192,8 @@ def fresh(
     Raises:
         OutputChanged: the output no longer holds what compactctl wrote there
             (:func:`~compactctl.app.provenance.refuse_changed`); refused before planning,
-            so no model is called for it.
+            so no model is called for it. OutputNotOurs: a file is at the output's path
+            that compactctl did not write (no record of it); refused likewise.
     """
     if out.output_dir is None:
         return out, None
@@ -226,7 +227,7 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
 
     Raises:
         InputError: unreadable file or unknown format. WriteError: the target cannot be
-        written. OutputChanged: as :func:`fresh`.
+        written. OutputChanged, OutputNotOurs: as :func:`fresh`.
     """
     session = Session.open(path, out.fmt, preload=False)
     target = output_target(path, out) or STDIN
@@ -328,6 +329,8 @@ def write_plan(
     Raises:
         UsageError: ``-o`` naming the input itself. OutputChanged: an ``-o DIR/`` output
             that no longer holds what compactctl wrote there (never overwritten).
+            OutputNotOurs: a file at an ``-o DIR/`` output's path that compactctl did not
+            write (never overwritten).
             WriteError, LockTimeout, FileChanged: from writing.
     """
     return _write(session, new, report, out)[0]
@@ -408,15 +411,9 @@ def _nothing_landed(result: dict[str, Any]) -> None:
     and ``reason`` says why.
     The run's totals then count one file's saving once (review of unattended use, defect 7).
     """
-    for before, after in (("tokensBefore", "tokensAfter"), ("charsBefore", "charsAfter")):
-        if isinstance(result.get(after), int) and before in result:
-            result[before] = result[after]
-    for saved, none in (("tokensSaved", 0), ("charsSavedRatio", 0.0)):
-        if saved in result:
-            result[saved] = none
-    for row in result.get("byLayer") or ():
-        row["tokensBefore"] = row["tokensAfter"]
-        row["tokensSaved"] = 0
+    from compactctl.app.report import nothing_landed
+
+    nothing_landed(result, stays="after")
     n = result["alreadyPresent"]
     result["reason"] = (
         f"another run appended the {n} planned event{'s' if n != 1 else ''} first "

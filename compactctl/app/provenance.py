@@ -27,7 +27,10 @@ plans and writes as usual.
 An output that no longer holds the bytes its record says were written (an agent resumed it,
 ``undo`` appended to it, someone edited it) is someone's data now: it is never overwritten
 (:func:`refuse_changed`, :class:`~compactctl.errors.OutputChanged`, exit 3 for that file).
-A missing output is written again.
+Nor is a file at an output's path that has no record (the user's own file, another tool's,
+or one whose record is gone or unreadable): compactctl did not write it
+(:class:`~compactctl.errors.OutputNotOurs`, exit 3 for that file). A missing output is
+written again.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from compactctl.errors import OutputChanged
+from compactctl.errors import OutputChanged, OutputNotOurs
 from compactctl.io.files import HASH_BLOCK, STDIN, is_stream, write_output
 from compactctl.io.remote import is_url
 
@@ -208,30 +211,42 @@ def recorded_result(path: str, target: str | None, folder: str, fp: str) -> dict
 
 def refuse_changed(path: str, target: str | None, folder: str) -> None:
     """Refuse to overwrite ``path``'s output ``target`` (under the ``-o`` ``folder``) when
-    it no longer holds the bytes its record says compactctl wrote (size and SHA-256).
+    it no longer holds the bytes its record says compactctl wrote (size and SHA-256), or
+    when a file is there that has no record at all: compactctl did not write it.
 
-    Nothing is refused without a record (none was written, or it could not be), for a
-    missing output (written again), nor for stdout, URLs or streams. Costs a ``stat`` of
-    the output, and a read of it when its size is the recorded one.
+    Nothing is refused for a missing output (written again), nor for stdout, URLs or
+    streams. Costs a ``stat`` of the output, and a read of it when its size is the recorded
+    one. A record compactctl could not write (it only warns of nothing then) makes its
+    own output refused on the next run, as any file without one: safe, never data lost.
 
     Raises:
         OutputChanged: the output's size or SHA-256 differs from the record's, or it can
             no longer be read (exit 3; the message names the output and how to go on).
+        OutputNotOurs: a file is at the output's path and no record (or no readable one)
+            says compactctl wrote it (exit 3; the message names it and how to go on).
     """
     if not _applies(path, target):
         return
     assert target is not None
     rec = _read_record(target, folder)
     try:
-        wrote = (int(rec["outputSize"]), str(rec["outputSha256"]))
+        wrote: tuple[int, str] | None = (int(rec["outputSize"]), str(rec["outputSha256"]))
     except (ValueError, KeyError, TypeError):  # no record (TypeError: None), or not ours
-        return
+        wrote = None
     try:
         size = os.path.getsize(target)
     except FileNotFoundError:
         return
     except OSError:
         size = -1
+    if wrote is None:
+        raise OutputNotOurs(
+            f"its output {target} is a file compactctl did not write (there is no record "
+            f"of it in {os.path.join(folder, RECORDS)}): it is not overwritten (nothing was "
+            "written). Move it away to have compactctl write there, or write to another "
+            "-o DIR/",
+            path=path,
+        )
     if size == wrote[0] and _digest(target) == wrote:
         return
     now = f"{size:,} bytes now" if size >= 0 else "it cannot be read now"

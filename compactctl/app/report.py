@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SUMMARY_VERBS",
     "TOKEN_KEYS",
+    "WOULD_SAVE",
     "JsonReport",
     "Report",
     "convert_line",
@@ -33,6 +34,7 @@ __all__ = [
     "capturing",
     "error_entry",
     "message",
+    "nothing_landed",
     "print_list",
     "print_store_report",
     "report_line",
@@ -46,7 +48,36 @@ SCHEMA_VERSION = 1
 
 TOKEN_KEYS = ("tokensBefore", "tokensAfter", "tokensSaved")
 """The token counts a file's entry may carry, summed in ``totals`` (docs/design.md section 4):
-the prompt estimate of the effective context before and after, and their difference."""
+the prompt estimate of the effective context before and after, and their difference. They
+count what the run landed: a file it wrote nothing to saved 0 (:func:`nothing_landed`)."""
+
+WOULD_SAVE = "tokensWouldSave"
+"""``--dry-run``/``--check`` of a command that writes: the ``tokensSaved`` the run would have
+landed, in each entry that counts tokens and summed in ``totals`` (its ``tokensSaved`` is 0:
+nothing was written)."""
+
+
+def nothing_landed(entry: dict[str, Any], *, stays: Literal["before", "after"]) -> None:
+    """Make a file's entry (changed in place) count what a run that wrote nothing to it
+    landed: no saving. ``tokensSaved`` becomes 0 (``charsSavedRatio`` 0.0), and before and
+    after the same: the plan's ``before`` when the file ``stays`` as it was (``--dry-run``,
+    ``--check``), its ``after`` when the file or output holds the plan's result already
+    (written by an earlier run: an up-to-date ``-o DIR/`` output; or by another run at
+    once). Each ``byLayer`` row and ``byRole`` entry (rules' breakdown) likewise.
+
+    >>> e = {"tokensBefore": 9, "tokensAfter": 5, "tokensSaved": 4}
+    >>> nothing_landed(e, stays="before"); e
+    {'tokensBefore': 9, 'tokensAfter': 9, 'tokensSaved': 0}
+    """
+    kept, gone = ("Before", "After") if stays == "before" else ("After", "Before")
+    rows = (entry, *(entry.get("byLayer") or ()), *(entry.get("byRole") or {}).values())
+    for row in rows:
+        for unit in ("tokens", "chars"):
+            if isinstance(row.get(unit + kept), int) and unit + gone in row:
+                row[unit + gone] = row[unit + kept]
+        for saved, none in (("tokensSaved", 0), ("charsSavedRatio", 0.0)):
+            if saved in row:
+                row[saved] = none
 
 
 def error_entry(error: CompactError) -> dict[str, Any]:
@@ -94,6 +125,10 @@ class Report:
         outcome_ok: the ``outcome`` of a processed file that a read-only command
             (``inspect``, ``eval``) reports: ``"ok"``; ``None``: ``changed``/``unchanged``.
         command: the command the run is of (the ``--report`` page's title).
+        writes: the run writes (not ``--dry-run`` nor ``--check``); when it does not, an
+            entry's saving is reported as :data:`WOULD_SAVE`, its ``tokensSaved`` 0.
+        would_save: the :data:`WOULD_SAVE` of the entries summed, in tokens (``None``: no
+            entry had one; ``totals`` then leaves the key out).
     """
 
     check: bool = False
@@ -109,6 +144,8 @@ class Report:
     rows: list[dict[str, Any]] = field(default_factory=list)
     outcome_ok: str | None = None
     command: str = ""
+    writes: bool = True
+    would_save: int | None = None
 
     def done(
         self,
@@ -122,12 +159,20 @@ class Report:
         ``result`` gets its ``outcome`` (``changed``, ``unchanged``, or :attr:`outcome_ok`)
         and its token counts (:data:`TOKEN_KEYS`, or ``tokens`` when given) are summed;
         ``result`` is written to :attr:`doc`. A result with ``upToDate``
-        (an ``-o DIR/`` output that held these bytes already) counts as up to date."""
+        (an ``-o DIR/`` output that held these bytes already) is ``unchanged`` and counts
+        as up to date too.
+
+        A transcript-changing command's result that wrote nothing (``written`` ``None``)
+        counts no saving (:func:`nothing_landed`, on the entry of the document and of the
+        totals: ``result`` itself keeps the plan's counts for the file's line on stderr);
+        with ``--dry-run``/``--check`` the plan's saving is its :data:`WOULD_SAVE`."""
         self.processed += 1
         self.changed += int(changed)
         self.up_to_date += int(bool(result.get("upToDate")))
         outcome = self.outcome_ok or ("changed" if changed else "unchanged")
         result["outcome"] = outcome
+        if tokens is None and self.outcome_ok is None and "written" in result:
+            result = self._landed(result)
         if tokens is None:
             tokens = {k: result[k] for k in TOKEN_KEYS if isinstance(result.get(k), int)}
         for key, value in tokens.items():
@@ -147,6 +192,22 @@ class Report:
         if self.doc is not None:
             head = {"path": result["path"]} if "path" in result else {}
             self.doc.add({**head, "outcome": outcome, **result})
+
+    def _landed(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result``, or a copy of it that counts what landed when it wrote nothing."""
+        if result.get("written") is not None or "tokensSaved" not in result:
+            return result
+        entry = dict(result)
+        if "byLayer" in entry:
+            entry["byLayer"] = [dict(row) for row in entry["byLayer"]]
+        if "byRole" in entry:
+            entry["byRole"] = {role: dict(row) for role, row in entry["byRole"].items()}
+        if not self.writes:
+            would = entry["tokensSaved"]
+            entry[WOULD_SAVE] = would
+            self.would_save = (self.would_save or 0) + (would if isinstance(would, int) else 0)
+        nothing_landed(entry, stays="after" if entry.get("upToDate") else "before")
+        return entry
 
     def failed(self, path: str, error: CompactError) -> None:
         """Record a file that could not be processed; the run goes on. Its entry is
@@ -184,9 +245,12 @@ class Report:
         return EXIT_OK
 
     def totals(self) -> dict[str, Any]:
-        """The ``totals`` every ``--json`` document starts with: files by outcome, the
+        """The ``totals`` every ``--json`` document starts with: files by outcome (the
+        entries' ``outcome`` values, so ``changed + unchanged + failed + skipped == files``;
+        ``upToDate``: how many of the ``unchanged`` were up-to-date ``-o DIR/`` outputs), the
         token counts summed over files (``None`` when no file of the run measures that
-        count, e.g. ``tokensBefore`` of ``rules``), and the failed files' errors.
+        count, e.g. ``tokensBefore`` of ``rules``), :data:`WOULD_SAVE` when the run wrote
+        nothing on purpose (``--dry-run``, ``--check``), and the failed files' errors.
 
         >>> Report(processed=2, changed=1, tokens={"tokensSaved": 5}).totals()["tokensSaved"]
         5
@@ -194,15 +258,16 @@ class Report:
         ['changed', 'errors', 'failed', 'files', 'skipped', 'tokensAfter', 'tokensBefore',
          'tokensSaved', 'unchanged', 'upToDate']
         """
-        unchanged = self.processed - self.changed - self.up_to_date
+        would = {WOULD_SAVE: self.would_save} if self.would_save is not None else {}
         return {
             "files": self.processed + len(self.failures) + len(self.skips),
             "changed": self.changed,
-            "unchanged": unchanged,
+            "unchanged": self.processed - self.changed,
             "upToDate": self.up_to_date,
             "failed": len(self.failures),
             "skipped": len(self.skips),
             **{k: self.tokens.get(k) for k in TOKEN_KEYS},
+            **would,
             "errors": [{"path": p, **error_entry(e)} for p, e in self.failures],
         }
 

@@ -84,7 +84,7 @@ def _n(value: Any) -> str:
 
 def _totals_line(report: Report, summary: str) -> str:
     """``summary`` (the closing line, ``2 files compacted, 1 failed.``) and the tokens:
-    ``Tokens 9,000 -> 3,000 (saved 6,000).``; eval adds its probes
+    ``Tokens 9,000 -> 3,000 (saved 6,000).``, what a dry run would save; eval adds its probes
     (:func:`~compactctl.app.report_eval.probes_line`)."""
     t = report.totals()
     line = summary
@@ -93,6 +93,8 @@ def _totals_line(report: Report, summary: str) -> str:
         line += f" Tokens {_n(t['tokensBefore'])} -> {_n(t['tokensAfter'])} (saved {saved})."
     elif t["tokensSaved"] is not None:
         line += f" Tokens saved: {_n(t['tokensSaved'])}."
+    if t.get("tokensWouldSave") is not None:  # --dry-run, --check: nothing was written
+        line += f" Would save {_n(t['tokensWouldSave'])} tokens."
     return line + probes_line(report.rows)
 
 

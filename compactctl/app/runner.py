@@ -451,7 +451,8 @@ def run_transform(
     logged = out.writes and out.db != "" and command != "convert"
     to_stderr = data_on_stdout(out, paths)
     doc = JsonReport(to_stderr=to_stderr, command=command) if scope.json_out else None
-    report = Report(check=out.check, doc=doc, keep_rows=scope.keep_rows or logged, command=command)
+    report = Report(check=out.check, doc=doc, keep_rows=scope.keep_rows or logged, command=command,
+                    writes=out.writes)  # fmt: skip
     with capturing(doc):
         for result in run_files(
             paths, worker, scope=scope, settings=settings, report=report, desc=command,

@@ -360,6 +360,9 @@ def _build_cases() -> list[Case]:
         c("compact-check-force", "compact --force --check {in}", "s1"),
         c("compact-check-default", "compact --check {in}", "s2"),
         c("compact-json", "compact --force --json {in}", "s1"),
+        # what landed: a dry run saves 0 (tokensWouldSave), an up-to-date output too
+        c("compact-dry-run-json", "compact --force --dry-run --json {in}", "s1"),
+        c("rules-out-dir-twice-json", ["rules --json -o out/ {in}"] * 2, "s1"),
         c("compact-full-replace", "compact --force --strategy full_replace {in}", "s1"),
         c("compact-task-state", "compact --force --summary-format task-state {in}", "s1"),
         c(

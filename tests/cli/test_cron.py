@@ -450,6 +450,53 @@ def test_convert_never_overwrites_an_output_changed_since_it_wrote_it(tmp_path: 
     assert _snapshot(out) == before  # the others held their bytes: not rewritten
 
 
+@pytest.mark.parametrize("command", [("rules",), ("compact", "--force"), ("convert",)])
+def test_a_file_compactctl_did_not_write_is_never_overwritten(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A file at an ``-o DIR/`` output's path with no record of compactctl's (the user's own,
+    another tool's) is refused (exit 3, naming it and how to go on), nothing lands for it,
+    and the other files are done; compactctl's own output (with its record) is up to date
+    on the re-run, and the refused one is written once the file is moved away."""
+    tree = tmp_path / "in"
+    _session(tree / "s.jsonl", 8, 1)
+    _session(tree / "t.jsonl", 8, 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = b"my own notes, not a transcript\n"
+    (out / "s.jsonl").write_bytes(mine)
+    args = (*command, *(("--no-store",) if command[0] != "convert" else ()), "-o", f"{out}/")
+    r = run_cli(*args, "--json", str(tree), env=ENV)
+    assert r.returncode == 3, r.stderr.decode()
+    assert (out / "s.jsonl").read_bytes() == mine
+    assert not (out / ".compactctl" / "s.jsonl.json").exists()
+    doc = orjson.loads(r.stdout)
+    entries = {e["path"]: e for e in doc["files"]}
+    refused = entries[str(tree / "s.jsonl")]
+    assert refused["outcome"] == "failed" and refused["error"]["code"] == "outputNotOurs"
+    assert refused["error"]["message"] == (
+        f"its output {out}/s.jsonl is a file compactctl did not write (there is no record of "
+        f"it in {out}/.compactctl): it is not overwritten (nothing was written). Move it away "
+        "to have compactctl write there, or write to another -o DIR/"
+    )
+    done = entries[str(tree / "t.jsonl")]
+    assert done.get("written", done.get("output")) == f"{out}/t.jsonl"  # convert: output
+    assert doc["totals"]["failed"] == 1 and doc["totals"]["tokensSaved"] == done.get("tokensSaved")
+    # the re-run: compactctl's own output is up to date, the user's file still refused
+    r = run_cli(*args, str(tree), env=ENV)
+    err = r.stderr.decode()
+    assert r.returncode == 3 and (out / "s.jsonl").read_bytes() == mine
+    assert f"{tree}/s.jsonl: its output {out}/s.jsonl is a file compactctl did not write" in err
+    assert f"{tree}/t.jsonl: up to date: {out}/t.jsonl holds this output already" in err
+    # moved away, it is written; then both are up to date
+    (out / "s.jsonl").rename(tmp_path / "mine.txt")
+    r = run_cli(*args, str(tree), env=ENV)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (out / "s.jsonl").read_bytes().startswith((tree / "s.jsonl").read_bytes()[:40])
+    r = run_cli(*args, str(tree), env=ENV)
+    assert r.returncode == 0 and r.stderr.decode().count("up to date: ") == 2
+
+
 def test_a_folder_run_takes_each_file_once_and_stays_inside_the_folder(tmp_path: Path) -> None:
     """A file symlink in a folder is not followed out of it (``elsewhere/private.jsonl``
     is never appended to by a run over ``tree``), and two paths to one file are one job:

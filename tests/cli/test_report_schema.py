@@ -37,6 +37,13 @@ def sums_match(doc: dict[str, Any]) -> None:
     assert t["files"] == len(files)
     for outcome in ("failed", "skipped"):
         assert t[outcome] == sum(f["outcome"] == outcome for f in files)
+    if doc["command"] not in ("inspect", "eval"):  # one vocabulary: totals count outcomes
+        for outcome in ("changed", "unchanged"):
+            assert t[outcome] == sum(f["outcome"] == outcome for f in files), outcome
+        assert t["upToDate"] == sum(bool(f.get("upToDate")) for f in files)
+    assert t["changed"] + t["unchanged"] + t["failed"] + t["skipped"] == t["files"]
+    would = [f["tokensWouldSave"] for f in files if "tokensWouldSave" in f]
+    assert t.get("tokensWouldSave") == (sum(would) if would else None)
     assert t["errors"] == [{"path": f["path"], **f["error"]} for f in files if "error" in f]
     for key in ("tokensBefore", "tokensAfter", "tokensSaved"):
         have = [f[key] for f in files if key in f]
@@ -75,7 +82,8 @@ def test_every_command_reports_in_the_schema(tree: Path) -> None:
 
     rules = json_run("rules", "--dry-run", "a.jsonl", "b.jsonl", cwd=tree, code=0)
     assert rules["totals"]["tokensBefore"] is None  # rules counts its savings only
-    assert rules["totals"]["tokensSaved"] == sum(f["tokensSaved"] for f in rules["files"]) > 0
+    assert rules["totals"]["tokensSaved"] == 0  # a dry run lands nothing
+    assert rules["totals"]["tokensWouldSave"] == 2 * rules["files"][0]["tokensWouldSave"] > 0
     dedup = json_run("dedup", "a.jsonl", cwd=tree, code=0)
     assert dedup["files"][0]["outcome"] == "unchanged" and "tokensBefore" not in dedup["files"][0]
     tiers = json_run("tiers", "a.jsonl", cwd=tree, code=0)
@@ -119,6 +127,40 @@ def test_every_command_reports_in_the_schema(tree: Path) -> None:
         ]
     )
     assert ev["totals"]["changed"] == 1
+
+
+@pytest.mark.parametrize("command", [("rules",), ("dedup",), ("compact", "--force"), ("tiers",)])
+def test_a_run_that_writes_nothing_saves_nothing(tree: Path, command: tuple[str, ...]) -> None:
+    """``tokensSaved`` counts only what landed: a ``--dry-run`` (its saving is
+    ``tokensWouldSave``) and a re-run whose ``-o DIR/`` outputs are up to date save 0; an
+    up-to-date file's outcome is ``unchanged`` and ``totals.unchanged`` counts it."""
+    estimate = () if command[0] == "tiers" else ("--estimate",)
+    args = (*command, *estimate, "--no-store", "a.jsonl", "b.jsonl")
+    if command[0] == "tiers":  # tiers needs a summary to tier
+        assert run_cli("compact", "--force", "--estimate", "--no-store", "-q", "a.jsonl",
+                       "b.jsonl", cwd=tree).returncode == 0  # fmt: skip
+    dry = json_run(*args, "--dry-run", cwd=tree, code=0)
+    written = json_run(*args, "-o", "out/", cwd=tree, code=0)
+    again = json_run(*args, "-o", "out/", cwd=tree, code=0)
+    saved = [f.get("tokensSaved") for f in written["files"]]
+    assert [f.get("tokensWouldSave") for f in dry["files"]] == saved
+    assert [f.get("tokensSaved") for f in dry["files"]] == [0 if s is not None else None
+                                                            for s in saved]  # fmt: skip
+    assert dry["totals"]["tokensSaved"] == (0 if saved[0] is not None else None)
+    assert [f["outcome"] for f in again["files"]] == ["unchanged", "unchanged"]
+    assert [f["upToDate"] for f in again["files"]] == [True, True]
+    t = again["totals"]
+    assert (t["changed"], t["unchanged"], t["upToDate"]) == (0, 2, 2)
+    assert t["tokensSaved"] == (0 if saved[0] is not None else None)
+    assert "tokensWouldSave" not in t
+    for d, w in zip(dry["files"], written["files"], strict=True):  # before and after alike
+        if "tokensBefore" in w:
+            assert d["tokensBefore"] == d["tokensAfter"] == w["tokensBefore"]
+    for u, w in zip(again["files"], written["files"], strict=True):
+        if "tokensAfter" in w:
+            assert u["tokensBefore"] == u["tokensAfter"] == w["tokensAfter"]
+    if command[0] != "tiers":
+        assert written["totals"]["tokensSaved"] > 0
 
 
 def test_stdin_report_on_stderr_is_one_json_document(tmp_path: Path) -> None:

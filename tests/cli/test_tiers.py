@@ -126,7 +126,7 @@ def test_inspect_history_names_the_tiers_summary_and_what_it_replaces(tmp_path: 
     chosen = run_cli("tiers", "--tier", "L0", str(path), env=env)
     assert chosen.returncode == 0
     assert chosen.stderr.decode() == (  # the tiers were there: only what replay shows changed
-        f"{path}: replay now shows L0 (the tiers as they were: L0 228, L1 999, L2 1536 "
+        f"{path}: replay now shows L0 (the tiers as they were: L0 228, L1 999, L2 1589 "
         "tokens, cl100k_base)\n"
     )
     table = run_cli("inspect", str(path)).stdout.decode()

@@ -22,6 +22,7 @@ from compactctl.summarize.extractive.failures import (
     located_errors,
     pytest_counts,
     reported_exit_code,
+    shown_error,
     traceback_frames,
 )
 from compactctl.summarize.extractive.intent import (
@@ -189,6 +190,9 @@ _FIX_WORDS_RE = re.compile(
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _CREATED_RE = re.compile(r"\b(?:created|new file)\b", re.IGNORECASE)  # a write's result
 _NAME_RE = re.compile(r"[A-Za-z_]\w*")  # a traceback frame's function name
+_NO_FOUND_ERRORS = frozenset({"read", "edit", "write", "patch", "plan"})
+"""The tool kinds whose output is not searched for error lines unless the call failed: a
+file's text (read, or echoed by an edit) is the file's, not an error the tool met."""
 
 
 def _about(error: ErrorEntry, text: str) -> bool:
@@ -401,6 +405,11 @@ class Extractor:
         command = shell_command(args) if kind in ("shell", "other") else ""
         summary = key = name
         changed: list[str] = []
+        # error lines in the output of a tool that did not fail: the errors' "seen in the
+        # output" entry, and a command's outcome when no exit code says how it ended
+        found: list[str] = []
+        if result is not None and not failed and kind not in _NO_FOUND_ERRORS:
+            found = dedupe_exact(located_errors(result_text) + found_errors(result_text))
 
         progress = progress_items(args)  # Cline's focus chain rides on any tool call
         if progress is not None:
@@ -418,7 +427,7 @@ class Extractor:
                 record.runs > 0 and record.outcome.startswith(("failed", "exit"))
             )
             record.runs += 1
-            record.outcome = self._outcome(result, result_text, failed, code)
+            record.outcome = self._outcome(result, result_text, failed, code, found)
             record.failures += int(failed)
             named = command_files(command)
             for path, action in named:
@@ -430,7 +439,7 @@ class Extractor:
             if moved and not failed:
                 for path in (p for p, a in named if a == "written"):
                     self.facts.file(path).changed([f"moved here from {m}" for m in moved])
-            if not failed and result is not None:
+            if result is not None and record.passed:  # no error line, no failed test either
                 self._resolve(command=text)
         else:
             files = self._call_files(kind, args, result_text)
@@ -461,18 +470,16 @@ class Extractor:
                     tool_key="" if kind == "shell" else key,
                 )
             )
-        elif kind not in ("read", "edit", "write", "patch", "plan"):
-            found = dedupe_exact(located_errors(result_text) + found_errors(result_text))
-            if found:
-                source = backticked(command_text(command)) if kind == "shell" else summary
-                self._add_error(
-                    ErrorEntry(
-                        source=source,
-                        lines=[ledger_line(x) for x in found],
-                        found=True,
-                        frames=traceback_frames(result_text),
-                    )
+        elif found:
+            source = backticked(command_text(command)) if kind == "shell" else summary
+            self._add_error(
+                ErrorEntry(
+                    source=source,
+                    lines=[ledger_line(x) for x in found],
+                    found=True,
+                    frames=traceback_frames(result_text),
                 )
+            )
         return changed
 
     def _code_changes(
@@ -535,15 +542,35 @@ class Extractor:
 
     @staticmethod
     def _outcome(
-        result: Mapping[str, Any] | None, text: str, failed: bool, code: int | None
+        result: Mapping[str, Any] | None,
+        text: str,
+        failed: bool,
+        code: int | None,
+        found: list[str],
     ) -> str:
+        """A command's outcome in the ledger (:class:`CommandEntry`), only what its result
+        says: ``no result``; ``exit N`` (a non-zero exit code it reports) or ``failed``
+        (``isError``); ``ok`` only for a reported exit code 0; with no exit code and no
+        ``isError``, the first error line the output shows (``error: ...``, from
+        :func:`~compactctl.summarize.extractive.failures.shown_error`, ``found``: the
+        output's error lines already found), else nothing (``""``: nothing says how it
+        ended; a traceback or ``error:`` lines in an output used to make it ``ok``). Then
+        pytest's counts (``, 1 failed, 7 passed``; alone when there is no head).
+        """
         if result is None:
             return "no result"
         counts = pytest_counts(text)
-        head = "ok"
         if failed:
             head = f"exit {code}" if code not in (None, 0) else "failed"
-        return head + (f", {counts}" if counts else "")
+        elif code == 0:
+            head = "ok"
+        else:
+            error = shown_error(text, found)
+            head = ""
+            if error:
+                error = ledger_line(error)
+                head = error if error.lower().startswith("error") else f"error: {error}"
+        return ", ".join(part for part in (head, counts) if part)
 
     def _orphan_result(self, message: Mapping[str, Any]) -> None:
         text = text_of(message.get("content"))

@@ -21,6 +21,7 @@ __all__ = [
     "located_errors",
     "pytest_counts",
     "reported_exit_code",
+    "shown_error",
     "traceback_frames",
 ]
 
@@ -348,6 +349,47 @@ def found_errors(text: str) -> list[str]:
                     found.append(after.strip())
                     break
     return dedupe_exact(found)[:ERROR_LINES_PER_RESULT]
+
+
+_SHOWN_ERROR_MARKS = ("rror", "RROR", "atal", "ATAL", "anic", "ANIC", "xception")
+"""Literals one of which a text holds when :func:`shown_error`'s line shapes can match in it
+(``error``/``Error``/``ERROR``, ``fatal``/``FATAL``, ``panic``/``PANIC``, a name ending in
+``Error`` or ``Exception``): most command outputs hold none, and skip the line loop."""
+
+
+def shown_error(text: str, found: list[str] | None = None) -> str:
+    """The first error line the output of a command shows when nothing says how the
+    command ended (no exit code, no ``isError``): the command ledger states that line as
+    its outcome instead of ``ok`` (a summary states no fact the transcript does not
+    support). ``found``: the output's :func:`located_errors` and :func:`found_errors`
+    when the caller has them already; else they are looked for here. Failing those, the
+    first line that opens with ``error:``, ``fatal:`` or ``panic:`` (lower case, capitalized
+    or upper case, as :data:`_ERROR_PREFIX_RE`: git, make, a compiler's driver) or with an
+    exception whose name ends in ``Error`` or ``Exception`` and a colon (Node's
+    ``TypeError: ...``, a Python exception printed without its ``Traceback`` header; not any
+    CamelCase label, which a log line may open with). ``""`` when the output shows none.
+
+    >>> shown_error("Traceback (most recent call last):\\n  File ...\\nKeyError: 'a'")
+    "KeyError: 'a'"
+    >>> shown_error("Compiling...\\nerror: could not compile `app`"), shown_error("a.py\\nb.py")
+    ('error: could not compile `app`', '')
+    """
+    if found is None:
+        found = located_errors(text) + found_errors(text)
+    if found:
+        return found[0]
+    if not any(mark in text for mark in _SHOWN_ERROR_MARKS):
+        return ""
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line or (":" not in line and "!" not in line):
+            continue
+        start = _EXC_AT_START_RE.match(line)
+        if (start and start.group("name").endswith(("Error", "Exception"))) or (
+            _ERROR_PREFIX_RE.match(line)
+        ):
+            return line
+    return ""
 
 
 _FRAME_RE = re.compile(

@@ -7,6 +7,7 @@ work) are shortened to the budget when rendered.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -69,11 +70,18 @@ class FileEntry:
         return line + ("; " + ", ".join(self.changes[-8:]) if self.changes else "")
 
 
+_FAILING_OUTCOME = ("failed", "exit ", "no result", "error")
+"""How the outcome of a run that did not pass starts (:attr:`CommandEntry.outcome`)."""
+_FAILED_COUNTS_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
+
+
 @dataclass
 class CommandEntry:
     """A command of the ledger (its :func:`~compactctl.summarize.extractive.tools.command_text`),
-    how many times it ran and the outcome of its last run (``ok``, ``failed``, ``exit N``,
-    with pytest's counts)."""
+    how many times it ran and the outcome of its last run, only what its result says:
+    ``ok`` (exit code 0), ``failed`` (``isError``), ``exit N``, ``no result``, the first
+    error line its output shows when no exit code says how it ended (``error: ...``), or
+    nothing (``""``: nothing says how it ended), with pytest's counts after (or alone)."""
 
     command: str
     runs: int = 0
@@ -82,6 +90,26 @@ class CommandEntry:
     failures: int = 0
     """How many of the runs failed (0: unknown when ``failed_before``, read back from an
     older summary)."""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the last run did not fail as far as its result says: no failure, no
+        error line, no failed test count (``ok``, ``7 passed``, or no outcome at all).
+
+        >>> [CommandEntry("x", 1, o).passed for o in ("ok, 7 passed", "", "1 failed, 7 passed",
+        ...                                        "error: KeyError: 'a'", "exit 2")]
+        [True, True, False, False, False]
+        """
+        outcome = self.outcome
+        return not outcome.lower().startswith(_FAILING_OUTCOME) and not (
+            _FAILED_COUNTS_RE.search(outcome)
+        )
+
+    @property
+    def steady(self) -> bool:
+        """Passed (:attr:`passed`) and never seen failing: a compact ledger lists it by name
+        alone (``also ran, never failed: ...``)."""
+        return self.passed and not self.failed_before
 
     def line(self, with_outcome: bool = True) -> str:
         """The ledger line, the command's current state (issue 15 point 3): ``ran``, the

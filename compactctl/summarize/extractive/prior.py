@@ -115,7 +115,8 @@ def _prior_file(facts: Facts, line: str) -> None:
 def _prior_command(facts: Facts, line: str) -> bool:
     if line.startswith(RAN_OK_PREFIX):
         for command, runs in _listed(line.removeprefix(RAN_OK_PREFIX)):
-            facts.commands[command] = CommandEntry(command, runs, "ok")
+            # "never failed" is all the line says: not that a run reported exit 0 ("ok")
+            facts.commands[command] = CommandEntry(command, runs, "")
         return True
     match = _COMMAND_LINE_RE.match(line)
     if not match:
@@ -402,11 +403,7 @@ def merge(prior: Facts, new: Facts) -> Facts:
             not error.resolved
             and not error.found
             and error.command
-            and any(
-                resolves(text, error.command)
-                for text, c in new.commands.items()
-                if c.outcome.startswith("ok")
-            )
+            and any(resolves(text, error.command) for text, c in new.commands.items() if c.passed)
         ):
             error.resolved = True
             error.raw = error.raw.removesuffix("; unresolved") + "; resolved later"

@@ -253,11 +253,9 @@ def _command_bullets(facts: Facts, detail: _Detail) -> list[str]:
     commands = list(facts.commands.values())
     if detail.ledger < 3:
         return [c.line(detail.outcomes) for c in commands]
-    # steady: ok and never failed, a predicate of the entry's fields, so that "not steady"
+    # steady: passed and never failed, a predicate of the entry's fields, so that "not steady"
     # is what ``c not in steady`` (dataclass equality) was, without a list search per command
-    is_steady = [
-        (not c.outcome or c.outcome.startswith("ok")) and not c.failed_before for c in commands
-    ]
+    is_steady = [c.steady for c in commands]
     steady = [c for c, s in zip(commands, is_steady, strict=True) if s]
     kept = [c.line(detail.outcomes) for c, s in zip(commands, is_steady, strict=True) if not s]
     names = [backticked(c.command) + (f" ×{c.runs}" if c.runs > 1 else "") for c in steady]

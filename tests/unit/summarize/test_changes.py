@@ -53,7 +53,7 @@ def test_file_lines_say_what_changed_and_test_lines_their_state() -> None:
     assert any(
         f.startswith("`src/b.py` — ") and f.endswith("; moved here from src/a.py") for f in files
     ), files
-    assert "ran `pytest -q` ×2 — ok, 6 passed; 1 of 2 runs failed" in sections["Problem Solving"]
+    assert "ran `pytest -q` ×2 — 6 passed; 1 of 2 runs failed" in sections["Problem Solving"]
     # read back by the next pass: the changes stay, the counts add up
     more = _call(20, "bash", {"command": "pytest -q"}, "1 failed, 5 passed\nExit code: 1")
     _, again = _sections(more, prior=result)

@@ -436,6 +436,67 @@ def test_prior_pending_tasks_marked_done_are_dropped() -> None:
     assert merged["Primary Request"] == ["Ship the release.", "Latest request (T2): Go on."]
 
 
+def test_a_command_outcome_says_only_what_its_result_does() -> None:
+    """No exit code and no ``isError``: ``ok`` is not what the result says. A traceback or
+    an ``error:`` line is the outcome; an output with neither has none; pytest's counts stay
+    (they used to read ``ok``, also ``ok, 1 failed``)."""
+    traceback = (
+        'Traceback (most recent call last):\n  File "migrate.py", line 3, in <module>\n'
+        "    import yaml\nModuleNotFoundError: No module named 'yaml'\n"
+    )
+    messages = [
+        _user("Run the migration, the linter and the tests."),
+        *_call("bash", {"command": "python migrate.py"}, traceback, "c1"),
+        *_call(
+            "bash",
+            {"command": "make lint"},
+            "error: src/a.py: cannot parse\nmake: *** [lint] Error 1\n",
+            "c2",
+        ),
+        *_call("bash", {"command": "ls src"}, "a.py\nb.py\n", "c3"),
+        *_call(
+            "bash",
+            {"command": "pytest tests/test_a.py -q"},
+            "F...\nFAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed, 3 passed in 0.2s\n",
+            "c4",
+        ),
+        *_call("bash", {"command": "pytest -q"}, "....\n4 passed in 0.1s\nExit code: 0", "c5"),
+        _say("The migration needs yaml."),
+    ]
+    sections = _sections_of(messages)
+    commands = [b for b in sections["Problem Solving"] if b.startswith("ran ")]
+    assert commands == [
+        "ran `python migrate.py` — error: ModuleNotFoundError: No module named 'yaml'",
+        "ran `make lint` — error: src/a.py: cannot parse",
+        "ran `ls src`",
+        "ran `pytest tests/test_a.py -q` — 1 failed, 3 passed",
+        "ran `pytest -q` — ok, 4 passed",
+    ]
+    # a compact ledger lists by name only the commands that did not fail, ``ls`` among them
+    short = parse_sections(summarize(messages, "sections", 900).text).sections["Problem Solving"]
+    assert "also ran, never failed: `ls src`, `pytest -q`" in short
+    # read back, "never failed" is all that line says: no "ok" in the next summary
+    later = [*_call("bash", {"command": "git status"}, "clean", "c6", turn=2), _say("Done.", 2)]
+    merged = _sections_of(later, prior=summarize(messages, "sections", 900))
+    assert "ran `ls src`" in merged["Problem Solving"]
+    assert "ran `pytest -q`" in merged["Problem Solving"]
+
+
+def test_an_error_seen_in_a_later_run_does_not_resolve_a_failure() -> None:
+    """A failure is fixed only by a later run that passed: one whose output shows an error
+    line (no exit code) or failed tests did not."""
+    messages = [
+        _user("Make the tests pass."),
+        *_call("bash", {"command": "pytest"}, "E   KeyError: 'user'\n1 failed", "c1", error=True),
+        *_call("bash", {"command": "pytest"}, "ERROR conftest: ImportError: no module x", "c2"),
+        _say("Still broken."),
+    ]
+    assert _sections_of(messages)["Errors and Fixes"] == [
+        "`pytest` failed: KeyError: 'user' (1 failed); unresolved → then: Still broken.",
+        "seen in the output of `pytest`: ImportError: no module x",
+    ]
+
+
 def test_prior_unresolved_error_is_resolved_by_a_later_success() -> None:
     first = [
         _user("Make the tests pass."),
