@@ -201,9 +201,11 @@ def fresh(
     fp = provenance.fingerprint(command, options, out)
     out = replace(out, fingerprint=fp)
     target = output_target(path, out)
-    hit = provenance.recorded_result(path, target, folder, fp)
-    if hit is None:
-        provenance.refuse_changed(path, target, folder)
+    with provenance.writing(path, target, folder if out.writes else None, out.lock_timeout):
+        # under the folder's lock: another run's output is read with its record
+        hit = provenance.recorded_result(path, target, folder, fp)
+        if hit is None:
+            provenance.refuse_changed(path, target, folder)
     return out, hit
 
 
@@ -232,24 +234,25 @@ def convert_path(path: str, out: OutputOptions) -> dict[str, Any]:
     session = Session.open(path, out.fmt, preload=False)
     target = output_target(path, out) or STDIN
     folder = out.output_dir
-    if folder is not None:
-        provenance.refuse_changed(path, target, folder)
-    same = False
     events = written_events(session)
-    if out.writes:
-        same = write_unless_same(target, dump_events(events)) is None
-    result: dict[str, Any] = {
-        "path": path,
-        "format": session.format,
-        "events": len(events),
-        "output": target,
-        "changed": session.format != "canonical" and not same,
-    }
-    if same:
-        result["upToDate"] = True
-    if folder is not None and out.writes and not same:  # a later run tells its bytes apart
-        fp = provenance.fingerprint("convert", None, out)
-        provenance.record(path, target, folder, fp, session.identity, result)
+    same = False
+    with provenance.writing(path, target, folder if out.writes else None, out.lock_timeout):
+        if folder is not None:
+            provenance.refuse_changed(path, target, folder)
+        if out.writes:
+            same = write_unless_same(target, dump_events(events)) is None
+        result: dict[str, Any] = {
+            "path": path,
+            "format": session.format,
+            "events": len(events),
+            "output": target,
+            "changed": session.format != "canonical" and not same,
+        }
+        if same:
+            result["upToDate"] = True
+        if folder is not None and out.writes and not same:  # a later run tells its bytes apart
+            fp = provenance.fingerprint("convert", None, out)
+            provenance.record(path, target, folder, fp, session.identity, result)
     return result
 
 
@@ -378,15 +381,18 @@ def _write(
         else:
             lines = dump_events(written_events(session) + new)
             result["appended"] = len(new)
-        if out.output_dir is not None:  # checked again: it may have grown while planning
-            provenance.refuse_changed(path, dest, out.output_dir)
-        size = write_unless_same(dest, lines)
-        if size is None:  # the target holds these bytes already: not rewritten
-            result.update(written=None, appended=0, changed=False, upToDate=True, output=dest)
-        else:
-            result["written"] = dest
-        if out.fingerprint is not None and out.output_dir is not None:
-            provenance.record(path, dest, out.output_dir, out.fingerprint, session.identity, result)
+        with provenance.writing(path, dest, out.output_dir, out.lock_timeout):
+            if out.output_dir is not None:  # checked again: it may have grown while planning
+                provenance.refuse_changed(path, dest, out.output_dir)
+            size = write_unless_same(dest, lines)
+            if size is None:  # the target holds these bytes already: not rewritten
+                result.update(written=None, appended=0, changed=False, upToDate=True, output=dest)
+            else:
+                result["written"] = dest
+            if out.fingerprint is not None and out.output_dir is not None:
+                provenance.record(
+                    path, dest, out.output_dir, out.fingerprint, session.identity, result
+                )
         return result, size or 0
     if not new:
         return result, 0

@@ -551,7 +551,7 @@ class Extractor:
         """A command's outcome in the ledger (:class:`CommandEntry`), only what its result
         says: ``no result``; ``exit N`` (a non-zero exit code it reports) or ``failed``
         (``isError``); ``ok`` only for a reported exit code 0; with no exit code and no
-        ``isError``, the first error line the output shows (``error: ...``, from
+        ``isError``, the first error line the output shows (``output shows ...``, from
         :func:`~compactctl.summarize.extractive.failures.shown_error`, ``found``: the
         output's error lines already found), else nothing (``""``: nothing says how it
         ended; a traceback or ``error:`` lines in an output used to make it ``ok``). Then
@@ -567,9 +567,8 @@ class Extractor:
         else:
             error = shown_error(text, found)
             head = ""
-            if error:
-                error = ledger_line(error)
-                head = error if error.lower().startswith("error") else f"error: {error}"
+            if error:  # what the output shows, not a verdict: `grep ERROR log` did not fail
+                head = f"output shows {ledger_line(error)}"
         return ", ".join(part for part in (head, counts) if part)
 
     def _orphan_result(self, message: Mapping[str, Any]) -> None:

@@ -70,7 +70,7 @@ class FileEntry:
         return line + ("; " + ", ".join(self.changes[-8:]) if self.changes else "")
 
 
-_FAILING_OUTCOME = ("failed", "exit ", "no result", "error")
+_FAILING_OUTCOME = ("failed", "exit ", "no result", "output shows", "error")
 """How the outcome of a run that did not pass starts (:attr:`CommandEntry.outcome`)."""
 _FAILED_COUNTS_RE = re.compile(r"\b\d+ (?:failed|errors?)\b")
 
@@ -80,7 +80,8 @@ class CommandEntry:
     """A command of the ledger (its :func:`~compactctl.summarize.extractive.tools.command_text`),
     how many times it ran and the outcome of its last run, only what its result says:
     ``ok`` (exit code 0), ``failed`` (``isError``), ``exit N``, ``no result``, the first
-    error line its output shows when no exit code says how it ended (``error: ...``), or
+    error line its output shows when no exit code says how it ended (``output shows ...``;
+    ``error: ...`` in a summary written before it), or
     nothing (``""``: nothing says how it ended), with pytest's counts after (or alone)."""
 
     command: str
@@ -97,7 +98,7 @@ class CommandEntry:
         error line, no failed test count (``ok``, ``7 passed``, or no outcome at all).
 
         >>> [CommandEntry("x", 1, o).passed for o in ("ok, 7 passed", "", "1 failed, 7 passed",
-        ...                                        "error: KeyError: 'a'", "exit 2")]
+        ...                                        "output shows KeyError: 'a'", "exit 2")]
         [True, True, False, False, False]
         """
         outcome = self.outcome

@@ -466,8 +466,8 @@ def test_a_command_outcome_says_only_what_its_result_does() -> None:
     sections = _sections_of(messages)
     commands = [b for b in sections["Problem Solving"] if b.startswith("ran ")]
     assert commands == [
-        "ran `python migrate.py` — error: ModuleNotFoundError: No module named 'yaml'",
-        "ran `make lint` — error: src/a.py: cannot parse",
+        "ran `python migrate.py` — output shows ModuleNotFoundError: No module named 'yaml'",
+        "ran `make lint` — output shows error: src/a.py: cannot parse",
         "ran `ls src`",
         "ran `pytest tests/test_a.py -q` — 1 failed, 3 passed",
         "ran `pytest -q` — ok, 4 passed",
