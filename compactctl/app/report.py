@@ -184,15 +184,17 @@ class Report:
         return EXIT_OK
 
     def totals(self) -> dict[str, Any]:
-        """The ``totals`` every ``--json`` document starts with: files by outcome, the
+        """The ``totals`` every ``--json`` document starts with: files by outcome (``files``
+        counts those the run took; ``leftOut``, the files the filters left out, named or
+        found in a folder, is not among them), the
         token counts summed over files (``None`` when no file of the run measures that
         count, e.g. ``tokensBefore`` of ``rules``), and the failed files' errors.
 
         >>> Report(processed=2, changed=1, tokens={"tokensSaved": 5}).totals()["tokensSaved"]
         5
         >>> sorted(Report().totals())  # doctest: +NORMALIZE_WHITESPACE
-        ['changed', 'errors', 'failed', 'files', 'skipped', 'tokensAfter', 'tokensBefore',
-         'tokensSaved', 'unchanged', 'upToDate']
+        ['changed', 'errors', 'failed', 'files', 'leftOut', 'skipped', 'tokensAfter',
+         'tokensBefore', 'tokensSaved', 'unchanged', 'upToDate']
         """
         unchanged = self.processed - self.changed - self.up_to_date
         return {
@@ -202,6 +204,7 @@ class Report:
             "upToDate": self.up_to_date,
             "failed": len(self.failures),
             "skipped": len(self.skips),
+            "leftOut": self.left_out,
             **{k: self.tokens.get(k) for k in TOKEN_KEYS},
             "errors": [{"path": p, **error_entry(e)} for p, e in self.failures],
         }
