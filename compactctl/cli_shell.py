@@ -267,10 +267,13 @@ class Shell:
     its checks and its run; a :func:`dataclasses.replace` copy walks afresh."""
 
     def report_page(self) -> str | None:
-        """``--report PATH``, checked before any file is read.
+        """``--report PATH``, checked before any file is read or written
+        (:func:`~compactctl.app.report_render.check_page`), so its exit 2 means nothing
+        was done.
 
         Raises:
-            UsageError: its extension is not one :mod:`compactctl.app.report_render` writes.
+            UsageError: its extension is not one :mod:`compactctl.app.report_render` writes,
+                or it cannot be written there (no such folder, a folder, not writable).
         """
         if self.report is None:
             return None
@@ -333,9 +336,16 @@ class Shell:
         """The run's :class:`~compactctl.app.jobs.OutputOptions` (``tier``: the command's;
         ``native``: the command takes ``--as native``), checked against PATHS
         (:func:`compactctl.app.options.output_options`; with ``-o``, against
-        :meth:`inputs`)."""
+        :meth:`inputs`). ``--report`` is checked first (:meth:`report_page`): a page that
+        cannot be written stops the run before ``-o DIR/`` is created.
+
+        Raises:
+            UsageError: as :func:`compactctl.app.options.output_options` and
+                :meth:`report_page`.
+        """
         from compactctl.app.options import output_options
 
+        self.report_page()
         flags = dict(output=self.output, materialize=self.materialize, as_format=self.as_format,
                      dry_run=self.dry_run, check=self.check, lock_timeout=self.lock_timeout,
                      torn_wait=self.torn_wait, tier=tier, fmt=self.fmt,

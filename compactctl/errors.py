@@ -93,6 +93,14 @@ class SummarizerError(CompactError):
     exit_code = EXIT_INPUT
 
 
+class NotATranscript(InputError):
+    """A file no reader takes for a transcript: its format is unknown or ambiguous, it is
+    not JSON lines, or a forced ``--format`` reads nothing from it (exit code 3). Met in a
+    folder, it still fails the run (it may be a transcript compactctl misreads: never
+    skipped in silence), and the message adds how to leave it out of the folder run
+    (``--exclude``, :func:`compactctl.app.runner.run_files`)."""
+
+
 class NotAppendable(InputError):
     """A transcript that cannot be changed in place: another agent's format, or gzip
     (exit code 3 when the file was named; a folder run skips it with a notice instead,

@@ -67,6 +67,8 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
     if fmt not in (None, "canonical"):
         fmt, events = load(path, fmt, warn=False)  # bad lines are findings here
     else:  # JSON lines counted as they are read (inspect_fast)
+        # detection runs for a forced canonical too: lines it does not call canonical go to
+        # the reader, which refuses a file that --format canonical reads nothing from
         count = functools.partial(
             inspect_lines,
             path=path,
@@ -74,7 +76,6 @@ def inspect_path(path: str, options: InspectOptions) -> dict[str, Any]:
             context_window=options.context_window,
             top=options.top,
             tier=options.tier,
-            detect=fmt is None,
         )
         with open_input(path) as stream:
             try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -203,7 +204,9 @@ def output_options(
             targets = [os.path.join(output_dir, mirrored_name(f, roots)) for f in files]
             clash = {t for t, n in Counter(targets).items() if n > 1}
             if clash:
-                raise UsageError(f"two inputs would both be written to {sorted(clash)[0]}")
+                first = sorted(clash)[0]
+                both = [f for f, t in zip(files, targets, strict=True) if t == first]
+                raise UsageError(_clash_message(first, both, found))
             for f, t in zip(files, targets, strict=True):
                 if f != STDIN and same_file(f, t):
                     raise UsageError(
@@ -228,6 +231,39 @@ def output_options(
     fields = {k: v for k, v in flags.items() if k not in ("native_ok", "documents", "filters")}
     fields.update(output=output, output_dir=output_dir, roots=roots or None)
     return resolve(OutputOptions, fields, settings)
+
+
+def _clash_message(target: str, inputs: list[str], found: Walk) -> str:
+    """Why two (or more) ``inputs`` cannot go to one ``-o DIR/`` ``target``, and how to fix
+    it: leave one out with ``--exclude`` (a pattern relative to the folder it was found in,
+    and ``'*.gz'`` when the clash is a file and its gzip copy, since ``.gz`` is dropped from
+    an output's name), or, for files named from different folders, name the folder that
+    holds them (the tree is mirrored) or run them with different ``-o DIR/``.
+
+    >>> from compactctl.io.files import Found, Walk
+    >>> w = Walk([Found("t/a/x.jsonl", "t"), Found("t/a/x.jsonl.gz", "t")], [])
+    >>> print(_clash_message("o/a/x.jsonl", ["t/a/x.jsonl", "t/a/x.jsonl.gz"], w))
+    2 inputs would both be written to o/a/x.jsonl: t/a/x.jsonl and t/a/x.jsonl.gz (-o DIR/ writes uncompressed canonical JSONL, named without .gz); leave one out, e.g. --exclude /a/x.jsonl.gz (or --exclude '*.gz' for every gzip copy)
+    """  # noqa: E501
+    roots = {f.path: f.root for f in found.files}
+    verb = "both" if len(inputs) == 2 else "all"
+    head = f"{len(inputs)} inputs would {verb} be written to {target}: {' and '.join(inputs)}"
+    gz = [f for f in inputs if f.endswith(".gz")]
+    if gz and len(gz) < len(inputs):
+        head += " (-o DIR/ writes uncompressed canonical JSONL, named without .gz)"
+    walked = [f for f in inputs if roots.get(f) is not None]
+    if walked:
+        example = next((f for f in gz if f in walked), walked[-1])
+        rel = "/" + os.path.relpath(example, roots[example]).replace(os.sep, "/")
+        how = f"leave one out, e.g. --exclude {shlex.quote(rel)}"
+        if gz and len(gz) < len(inputs):
+            how += " (or --exclude '*.gz' for every gzip copy)"
+    else:
+        how = (
+            "name the folder that holds them instead (-o DIR/ mirrors a folder's tree), or "
+            "write them in separate runs to different -o folders"
+        )
+    return f"{head}; {how}"
 
 
 def data_on_stdout(out: OutputOptions, paths: list[str]) -> bool:

@@ -247,7 +247,9 @@ class Report:
     def totals(self) -> dict[str, Any]:
         """The ``totals`` every ``--json`` document starts with: files by outcome (the
         entries' ``outcome`` values, so ``changed + unchanged + failed + skipped == files``;
-        ``upToDate``: how many of the ``unchanged`` were up-to-date ``-o DIR/`` outputs), the
+        ``upToDate``: how many of the ``unchanged`` were up-to-date ``-o DIR/`` outputs;
+        ``leftOut``, the files the filters left out, named or found in a folder, is not
+        among ``files``), the
         token counts summed over files (``None`` when no file of the run measures that
         count, e.g. ``tokensBefore`` of ``rules``), :data:`WOULD_SAVE` when the run wrote
         nothing on purpose (``--dry-run``, ``--check``), and the failed files' errors.
@@ -255,8 +257,8 @@ class Report:
         >>> Report(processed=2, changed=1, tokens={"tokensSaved": 5}).totals()["tokensSaved"]
         5
         >>> sorted(Report().totals())  # doctest: +NORMALIZE_WHITESPACE
-        ['changed', 'errors', 'failed', 'files', 'skipped', 'tokensAfter', 'tokensBefore',
-         'tokensSaved', 'unchanged', 'upToDate']
+        ['changed', 'errors', 'failed', 'files', 'leftOut', 'skipped', 'tokensAfter',
+         'tokensBefore', 'tokensSaved', 'unchanged', 'upToDate']
         """
         would = {WOULD_SAVE: self.would_save} if self.would_save is not None else {}
         return {
@@ -266,6 +268,7 @@ class Report:
             "upToDate": self.up_to_date,
             "failed": len(self.failures),
             "skipped": len(self.skips),
+            "leftOut": self.left_out,
             **{k: self.tokens.get(k) for k in TOKEN_KEYS},
             **would,
             "errors": [{"path": p, **error_entry(e)} for p, e in self.failures],

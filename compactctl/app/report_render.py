@@ -42,10 +42,15 @@ def _kind(path: str) -> str:
 
 
 def check_page(path: str) -> None:
-    """Refuse a ``--report`` path whose extension no renderer writes.
+    """Refuse a ``--report`` path that cannot be written, before any file is processed (so
+    exit 2 means nothing was done): an extension no renderer writes, a folder that does not
+    exist or cannot be written to, a path that is a folder or a file that cannot be
+    written. Before, a bad folder was found only once the run's work had landed (a
+    fresh-user trial: ``compact --force --report nodir/r.md`` appended, then exited 2).
 
     Raises:
-        UsageError: the extension is not one of :data:`PAGES` (the message lists them).
+        UsageError: the extension is not one of :data:`PAGES` (the message lists them), or
+            the page cannot be written there (the message says why).
     """
     if _kind(path) not in PAGES:
         known = ", ".join(sorted(PAGES))
@@ -53,6 +58,18 @@ def check_page(path: str) -> None:
             f"--report {path}: unknown report type {_kind(path) or '(no extension)'!r}; "
             f"the extension chooses it: {known}"
         )
+    folder = os.path.dirname(path) or os.curdir
+    why = None
+    if os.path.isdir(path):
+        why = "it is a folder; name a file in it, such as report" + _kind(path)
+    elif not os.path.isdir(folder):
+        why = f"no folder {folder}; create it first, or name a report in a folder that exists"
+    elif not os.access(folder, os.W_OK | os.X_OK) and not os.path.exists(path):
+        why = f"the folder {folder} is not writable"
+    elif os.path.exists(path) and not os.access(path, os.W_OK):
+        why = "the file is not writable"
+    if why is not None:
+        raise UsageError(f"--report {path}: cannot write: {why} (nothing was done)")
 
 
 def write_page(path: str, report: Report, verb: str, rest: str = "unchanged") -> None:
@@ -73,8 +90,11 @@ def write_page(path: str, report: Report, verb: str, rest: str = "unchanged") ->
     try:
         with open(path, mode, encoding="utf-8") as f:
             f.write(text)
-    except OSError as exc:
-        raise UsageError(f"--report {path}: cannot write: {exc.strerror}") from None
+    except OSError as exc:  # checked before the run (check_page): it changed meanwhile
+        raise UsageError(
+            f"--report {path}: cannot write: {exc.strerror} (the run's files were processed; "
+            "only the report is missing)"
+        ) from None
 
 
 def _n(value: Any) -> str:

@@ -32,7 +32,7 @@ from compactctl.app.report import (
     up_to_date_line,
 )
 from compactctl.app.terminal import progress, say, show
-from compactctl.errors import CompactError, NotAppendable, UsageError
+from compactctl.errors import CompactError, NotAppendable, NotATranscript, UsageError
 from compactctl.io.files import STDIN, Found, Walk, walk
 from compactctl.io.filters import FileFilter
 from compactctl.io.remote import is_url
@@ -102,7 +102,9 @@ def discover_files(
     report, an empty folder (or one the filters empty) a warning, so is a ``-o DIR/`` met
     inside a folder of PATHS (never searched) that holds transcripts with no record of
     being its outputs (:func:`compactctl.app.provenance.sidecar`), a file the walk left
-    alone (a second path to one file, a link out of a folder) a skip with its reason. ``documents``
+    alone (a second path to one file, a link out of a folder) a skip with its reason, a
+    file named on the command line that the filters left out a warning naming the filter
+    (unless ``-q``; counted in ``totals.leftOut`` as a folder's are). ``documents``
     (``--documents``): folders also yield the JSON documents and Aider histories a reader
     recognises; ``scope``: its filters and the folders to skip, or the walk it holds
     (:attr:`RunScope.found`).
@@ -145,6 +147,10 @@ def discover_files(
         if not scope.quiet and (report.doc is None or not report.doc.to_stderr):
             _err(f"{path}: skipped: {reason}")
     report.left_out += found.left_out
+    for path, why in found.named_left_out:  # asked for by name: never left out in silence
+        if not scope.quiet:
+            message(f"compactctl: warning: {path}: left out by the filters ({why}); nothing "
+                    "was done with it")  # fmt: skip
     return found.files
 
 
@@ -209,7 +215,7 @@ def run_files(
     documents = settings.get("documents", scope.documents, False, bool)
     found = discover_files(paths, report, documents, scope)
     files = [f.path for f in found]
-    walked = {f.path for f in found if f.root is not None}
+    walked = {f.path: f.root for f in found if f.root is not None}
     n = _jobs(settings, scope.jobs, len(files))
     address = settings.get("dask", scope.dask, None, str) or None
     bar = progress(len(files), scope.quiet, desc)
@@ -264,11 +270,14 @@ def _reported(
     report: Report,
     scope: RunScope,
     bar: Any,
-    walked: set[str],
+    walked: dict[str, str],
     command: str | None,
 ) -> Iterator[dict[str, Any]]:
     """:func:`run_files`' outcomes as it yields them: a skipped or failed file recorded on
-    the report (and said on stderr), a result yielded."""
+    the report (and said on stderr), a result yielded. ``walked``: the files found in a
+    folder, and that folder; a file among them that is not a transcript
+    (:class:`~compactctl.errors.NotATranscript`) fails with how to leave it out
+    (:func:`exclude_hint`)."""
     for path, outcome in outcomes:
         if bar is not None:
             bar.update(1)
@@ -279,11 +288,33 @@ def _reported(
             if not scope.quiet and (report.doc is None or not report.doc.to_stderr):
                 _err(f"{path}: skipped: {reason}")
         elif isinstance(outcome, CompactError):
+            if isinstance(outcome, NotATranscript) and path in walked:
+                outcome.message += exclude_hint(path, walked[path])
             _failed(report, path, outcome)
         else:
             yield outcome
     if bar is not None:
         bar.close()
+
+
+def exclude_hint(path: str, root: str) -> str:
+    """What to add to the refusal of a file found in the folder ``root`` that is not a
+    transcript: how to leave it out of the folder run, with the file as the example
+    (``--exclude``, a pattern relative to ``root``, anchored with ``/``). Its exit code
+    stays 3: a file no reader takes may be a transcript compactctl misreads, and a nightly
+    run must not skip it in silence (a fresh-user trial: one stray ``.jsonl`` failed every
+    night with only ``--format`` offered).
+
+    >>> exclude_hint("tree/notes/todo.jsonl", "tree")
+    '. Found in the folder tree: if it is not a transcript, leave it out with --exclude /notes/todo.jsonl'
+    """  # noqa: E501
+    import shlex
+
+    rel = "/" + os.path.relpath(path, root).replace(os.sep, "/")
+    return (
+        f". Found in the folder {root}: if it is not a transcript, leave it out with "
+        f"--exclude {shlex.quote(rel)}"
+    )
 
 
 def skip_reason(error: NotAppendable, command: str | None) -> str:

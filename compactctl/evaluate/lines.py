@@ -64,7 +64,7 @@ def open_session(
         return session
     with open_input(path) as stream:
         try:
-            doc, got = read_input(stream, fmt, lambda blocks: _events(blocks, fmt is None))
+            doc, got = read_input(stream, fmt, _events)
         except READ_ERRORS as exc:
             raise read_error(exc, path) from None
     if isinstance(got, _Canonical):
@@ -90,7 +90,7 @@ def _warn_bad_lines(session: Session) -> None:
 
 
 class _Canonical:
-    """The events of lines detection called canonical (or that were given as canonical)."""
+    """The events of lines detection called canonical."""
 
     __slots__ = ("events",)
 
@@ -98,10 +98,11 @@ class _Canonical:
         self.events = events
 
 
-def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
+def _events(blocks: Iterator[bytes]) -> _Canonical | list[Event]:
     """The events of a JSON lines stream: :class:`_Canonical` when the first records are
-    canonical (or ``detect`` is off), else every event exactly as
-    :func:`~compactctl.io.jsonl.read_blocks` gives them (the general reader imports them).
+    canonical, else every event exactly as :func:`~compactctl.io.jsonl.read_blocks` gives
+    them (the general reader imports them, or, for a forced ``--format canonical``, refuses
+    a file it reads nothing from: :func:`compactctl.formats.reader.to_canonical_events`).
 
     Two loops: the first :data:`DETECT_RECORDS` records (kept, to hand back when detection
     says another format), then the rest, where a message line is parsed, its turn assigned
@@ -112,19 +113,18 @@ def _events(blocks: Iterator[bytes], detect: bool) -> _Canonical | list[Event]:
     kept: list[bytes] = []  # the lines read while detection decides
     head: list[dict[str, Any]] = []
     number = turn = 0
-    if detect:
-        for raw in lines:
-            kept.append(raw)
-            number += 1
-            event, turn = _event(raw, number, turn)
-            events.append(event)
-            if not isinstance(event, BadLine):
-                head.append(event.data)
-                if len(head) == DETECT_RECORDS:
-                    break
-        if not head or not _is_canonical(head):
-            return list(read_blocks(itertools.chain(kept, lines, torn)))
-        del kept, head
+    for raw in lines:
+        kept.append(raw)
+        number += 1
+        event, turn = _event(raw, number, turn)
+        events.append(event)
+        if not isinstance(event, BadLine):
+            head.append(event.data)
+            if len(head) == DETECT_RECORDS:
+                break
+    if not head or not _is_canonical(head):
+        return list(read_blocks(itertools.chain(kept, lines, torn)))
+    del kept, head
     append = events.append
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
-from compactctl.errors import InputError, UsageError
+from compactctl.errors import InputError, NotATranscript, UsageError
 from compactctl.io.files import READ_ERRORS, open_input, read_error
 from compactctl.io.jsonl import (
     BLOCK,
@@ -24,7 +24,15 @@ from compactctl.io.jsonl import (
     read_blocks,
     read_bytes,
 )
-from compactctl.model import BadLine, Event, acyclic, event_from_dict
+from compactctl.model import (
+    BadLine,
+    CompactEvent,
+    Event,
+    Message,
+    SummaryEvent,
+    acyclic,
+    event_from_dict,
+)
 
 __all__ = [
     "check_format",
@@ -157,10 +165,14 @@ def to_canonical_events(
     ``warn``: give the report as a :class:`~compactctl.errors.CompactWarning`, off for
     ``inspect``, which lists them as findings).
 
+    A forced ``fmt`` that reads nothing from a JSON lines file is refused
+    (:func:`_refuse_unread`), and so is a file with no JSON object line, whatever ``fmt``.
+
     Raises:
-        InputError: the format is unknown, the file mixes formats, or a line of a foreign
-            file is not a JSON object (see :func:`_check_bad_lines`). UsageError: ``fmt`` is
-            a whole-document format given for JSON lines.
+        NotATranscript: the format is unknown or ambiguous, no line is a JSON object, or a
+            forced ``fmt`` reads nothing from the file. InputError: the file mixes formats,
+            or a line of a foreign file is not a JSON object (see :func:`_check_bad_lines`).
+            UsageError: ``fmt`` is a whole-document format given for JSON lines.
     """
     from compactctl.formats import FORMATS, examine, examine_document, known_formats
 
@@ -184,14 +196,15 @@ def to_canonical_events(
                 return name, _imported(line_importer(pairs), [])
         if name is None or importer is None:
             if found is not None:
-                raise InputError(found.message(known_formats()), path=path)
-            raise InputError(_unknown_format_message(known_formats()), path=path)
+                raise NotATranscript(found.message(known_formats()), path=path)
+            raise NotATranscript(_unknown_format_message(known_formats()), path=path)
         return name, _imported(importer(doc), [])
-    if fmt == "canonical":
-        return fmt, events
     head50 = [e.data for e in itertools.islice(_records(events), 50)]
-    if not head50 and fmt is None:
+    if not head50:
         _refuse_if_not_json_lines(path, events)
+    if fmt == "canonical":
+        _refuse_unread(path, fmt, events, events)
+        return fmt, events
     found = examine(head50) if head50 and fmt is None else None
     name = fmt or (found.name if found else "canonical")
     if name is None and len(head50) == 1:
@@ -202,7 +215,7 @@ def to_canonical_events(
             return single.name, _imported(importer(head50[0]), [])
     if name is None:
         assert found is not None
-        raise InputError(found.message(known_formats()), path=path)
+        raise NotATranscript(found.message(known_formats()), path=path)
     if name == "canonical":
         return name, events
     line_importer = FORMATS[name].to_canonical
@@ -213,9 +226,60 @@ def to_canonical_events(
     _refuse_many_conversations(path, name, ((e.line or 0, e.data) for e in _records(events)))
     _refuse_many_sessions(path, name, ((e.line or 0, e.data) for e in _records(events)))
     bad = [e for e in events if isinstance(e, BadLine)]
+    imported = _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+    if fmt is not None:
+        _refuse_unread(path, fmt, events, imported)
     if bad:
         _check_bad_lines(path, name, bad, refuse=fmt is None, warn=warn)
-    return name, _imported(line_importer((e.line or 0, e.data) for e in _records(events)), bad)
+    return name, imported
+
+
+def _refuse_unread(path: str, fmt: str, events: list[Event], read: list[Event]) -> None:
+    """Refuse a JSON lines file that a forced ``--format`` reads nothing from: none of its
+    records is evidence of that format (each one its scorer rates ``None`` or
+    :data:`~compactctl.formats.detection.FITS`: a record the reader keeps as a content-less
+    ``foreign`` event, or drops) and nothing of a conversation came out of the reader (no
+    message, summary or compact event in ``read``). Such a file would be reported as a
+    session of 0 messages and copied unchanged by ``-o``, exit 0: silently wrong (a fresh-user
+    trial, ``inspect --format codex-rollout`` on a canonical file: ``0 messages ...
+    events: foreign 68``). A file with no record at all (empty, or blank lines) is not
+    refused here: there is nothing in it for any format to read.
+
+    Args:
+        events: the lines as read (``BadLine`` for those that are not JSON objects).
+        read: the events the format's reader made of them (``events`` for canonical).
+
+    Raises:
+        NotATranscript: names the format, how many records it reads none of, what the file
+            looks like by detection (:func:`compactctl.formats.detection.examine`), and
+            to drop ``--format`` or pass the right one.
+    """
+    from compactctl.formats.detection import SCORERS, STRONG, WEAK, examine
+
+    if any(isinstance(e, (Message, SummaryEvent, CompactEvent)) for e in read):
+        return
+    scorer = SCORERS.get(fmt)
+    records = [e.data for e in _records(events)]
+    if scorer is None or not records or any(scorer(r) in (STRONG, WEAK) for r in records):
+        return
+    found = examine(records)
+    if found.name is not None:
+        looks = (
+            f"format detection says it is {found.name}: drop --format (or pass --format "
+            f"{found.name})"
+        )
+    else:
+        looks = (
+            f"format detection knows no format it fits (it looks like {found.shape}): pass "
+            "the format it is (compactctl convert --list-formats), or drop --format"
+        )
+    many = len(records) != 1
+    raise NotATranscript(
+        f"--format {fmt} reads nothing from this file: none of its {len(records)} "
+        f"record{'s' if many else ''} is one {fmt} reads, so it would be read as a session "
+        f"of 0 messages; {looks}",
+        path=path,
+    )
 
 
 def _refuse_many_conversations(
@@ -411,7 +475,7 @@ def _refuse_if_not_json_lines(path: str, events: list[Event]) -> None:
         bad = next((e for e in events if isinstance(e, BadLine) and e.problem == "torn"), None)
         why = _not_an_object_start(bad.raw) if bad is not None and bad.raw else None
     if bad is not None and why is not None:
-        raise InputError(
+        raise NotATranscript(
             f"not a JSON lines transcript: no line is a JSON object (line {bad.line}: "
             f"{why}); line {bad.line} starts {_opening(bad.raw)}; compactctl reads canonical "
             "JSONL and the formats listed by `compactctl convert --list-formats`",

@@ -51,6 +51,8 @@ __all__ = [
     "Walk",
     "append_events",
     "discover",
+    "gzip_lines",
+    "gzipped",
     "is_stream",
     "open_input",
     "read",
@@ -161,7 +163,7 @@ class Walk:
         errors: one :class:`InputError` per path that does not exist, or
             :class:`NoTranscripts` for a folder without transcripts (or none the filters
             keep); the run goes on without it.
-        left_out: files found but left out by the filters.
+        left_out: files found but left out by the filters (named ones included).
         skipped: ``(path, reason)`` of the files left alone on purpose: a second path to
             a file already taken (a symbolic or hard link, another spelling: the one the
             walk meets first is kept), or a symbolic link found in a folder that leads out
@@ -170,6 +172,9 @@ class Walk:
             folder that holds transcripts (``*.jsonl``, ``*.jsonl.gz``, sorted): a ``-o
             DIR/`` inside the input tree, whose files are left out of the run (the run says
             so: :func:`compactctl.app.runner.discover_files`).
+        named_left_out: ``(path, why)`` of the files named on the command line that the
+            filters left out (:meth:`~compactctl.io.filters.FileFilter.left_out_by`): the
+            run says so for each, since the user asked for that file by name.
     """
 
     files: list[Found]
@@ -177,6 +182,7 @@ class Walk:
     left_out: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     unsearched: list[tuple[str, list[str]]] = field(default_factory=list)
+    named_left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 def walk(
@@ -216,6 +222,7 @@ def walk(
     seen: set[str] = set()
     taken: dict[tuple[int, int], str] = {}  # (device, inode) -> the path kept for it
     left_out = 0
+    named_out: list[tuple[str, str]] = []
     skipped = _dir_ids(skip)
     unsearched: dict[str, list[str]] = {}
     aside: list[tuple[str, str]] = []
@@ -258,8 +265,11 @@ def walk(
                 rel = os.path.relpath(c, root) if root is not None else c
                 if is_url(c):
                     rel = c[len(arg) :].lstrip("/") if c.startswith(arg) else c
-                if not filters.keeps(c, rel):
+                why = filters.left_out_by(c, rel)
+                if why is not None:
                     left_out += 1
+                    if c == arg:  # named on the command line: the run says so
+                        named_out.append((c, why))
                     continue
             kept += 1
             if c in seen or (c in outside and root is not None):
@@ -284,7 +294,9 @@ def walk(
                     path=arg,
                 )
             )
-    return Walk(files, errors, left_out, aside, [(d, f) for d, f in unsearched.items() if f])
+    return Walk(
+        files, errors, left_out, aside, [(d, f) for d, f in unsearched.items() if f], named_out
+    )
 
 
 def _aside(path: str, root: str | None, taken: dict[tuple[int, int], str]) -> str | None:
@@ -974,8 +986,35 @@ def _write_whole(fd: int, path: str, payload: bytes) -> int:
         ) from None
 
 
+def gzipped(target: str) -> bool:
+    """Whether the output ``target`` (a path or URL, not ``-``) is written gzip-compressed:
+    its name ends in ``.gz``, as ``-o out.jsonl.gz`` asks (the readers take gzip by its
+    magic bytes, so such an output reads back as any input does).
+
+    >>> gzipped("out.jsonl.gz"), gzipped("s3://b/out.JSONL.GZ"), gzipped("out.jsonl")
+    (True, True, False)
+    """
+    return target != STDIN and target.lower().endswith(".gz")
+
+
+def gzip_lines(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """``lines`` as one gzip stream (RFC 1952), in blocks as the compressor gives them.
+
+    The header's modification time is 0 and it names no file (zlib's gzip wrapper), so the
+    same lines always give the same bytes: an output written again from the same input is
+    identical, as an uncompressed one is. Compression level 6 (gzip's default).
+    """
+    z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    for chunk in lines:
+        block = z.compress(chunk)
+        if block:
+            yield block
+    yield z.flush()
+
+
 def write_output(target: str, lines: Iterable[bytes]) -> int:
-    """Write lines to ``target``: ``-`` streams to stdout, a path is written atomically.
+    """Write lines to ``target``: ``-`` streams to stdout, a path is written atomically,
+    gzip-compressed when its name ends in ``.gz`` (:func:`gzipped`, :func:`gzip_lines`).
 
     A file is written to a temporary file in the same folder, fsynced, then renamed over
     ``target``, so the target is either the old file or the complete new one. The new file
@@ -985,7 +1024,7 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
     file (the file it pointed to is not written).
 
     Returns:
-        bytes written.
+        bytes written (compressed bytes for a ``.gz`` target).
 
     Raises:
         WriteError: the folder is not writable or the disk is full (the target is untouched).
@@ -998,6 +1037,8 @@ def write_output(target: str, lines: Iterable[bytes]) -> int:
             total += len(chunk)
         out.flush()
         return total
+    if gzipped(target):  # a fresh-user trial: -o out.jsonl.gz wrote plain JSON text
+        lines = gzip_lines(lines)
     if is_url(target):
         from compactctl.io.remote import write_url
 
@@ -1044,6 +1085,10 @@ def write_unless_same(target: str, lines: Iterable[bytes]) -> int | None:
     the bytes already compared are copied from the target and the rest written after them:
     nothing is held in memory but one line and one block.
 
+    A ``.gz`` target (:func:`gzipped`) is compared by what it holds uncompressed: a target
+    that does not decompress (not gzip, cut short, corrupt) differs from the first byte
+    that cannot be read, and is written again.
+
     Returns:
         bytes written, or ``None`` when the target was left as it was (``-`` and URLs are
         always written).
@@ -1053,23 +1098,32 @@ def write_unless_same(target: str, lines: Iterable[bytes]) -> int | None:
     """
     if target == STDIN or is_url(target):
         return write_output(target, lines)
-    try:
-        old = open(target, "rb")  # noqa: SIM115 - closed below
+    try:  # gzip.open reads nothing yet: a target that is not gzip fails at its first read
+        old = gzip.open(target, "rb") if gzipped(target) else open(target, "rb")  # noqa: SIM115
     except OSError:
         return write_output(target, lines)
+
+    def next_bytes(n: int) -> bytes | None:
+        """The next ``n`` bytes of the target as it reads (uncompressed), ``None`` when
+        they cannot be read."""
+        try:
+            return old.read(n)
+        except READ_ERRORS:
+            return None
+
     with old:
         rest = iter(lines)
         pos = 0
         for chunk in rest:
-            if old.read(len(chunk)) != chunk:
+            if next_bytes(len(chunk)) != chunk:
                 return write_output(target, itertools.chain(_prefix(old, pos), (chunk,), rest))
             pos += len(chunk)
-        if old.read(1):  # the target is longer: it gets the bytes produced, no more
+        if next_bytes(1) != b"":  # longer, or unreadable: it gets the bytes produced, no more
             return write_output(target, _prefix(old, pos))
     return None
 
 
-def _prefix(fh: BinaryIO, size: int) -> Iterator[bytes]:
+def _prefix(fh: BinaryIO | gzip.GzipFile, size: int) -> Iterator[bytes]:
     """The first ``size`` bytes of ``fh``, in blocks of :data:`HASH_BLOCK`."""
     fh.seek(0)
     while size > 0:

@@ -130,28 +130,40 @@ class FileFilter:
         passes every filter; ``now`` (epoch seconds, default the current time) is what
         ``older_than`` counts back from. A file that cannot be stat'ed is kept (reading it
         then reports why it cannot be read)."""
+        return self.left_out_by(path, relative, now) is None
+
+    def left_out_by(self, path: str, relative: str, now: float | None = None) -> str | None:
+        """Why :meth:`keeps` leaves the file ``path`` out, in a few words naming the filter
+        (``--older-than 2h: it was modified 5m ago``), or ``None`` when it is kept.
+
+        >>> FileFilter(excludes=("*.gz",)).left_out_by("x/a.jsonl.gz", "a.jsonl.gz")
+        "--exclude '*.gz' matches it"
+        """
         if self._specs is not None:
             rel = relative.replace(os.sep, "/").removeprefix("./")
             include, exclude = self._specs
             if include is not None and not include.match_file(rel):
-                return False
+                return f"no --glob matches it: {' '.join(map(repr, self.globs))}"
             if exclude is not None and exclude.match_file(rel):
-                return False
+                hit = [x for x in self.excludes if _spec((x,)).match_file(rel)]
+                return f"--exclude {' '.join(map(repr, hit or self.excludes))} matches it"
         if not self.by_time:
-            return True
+            return None
         try:
             mtime = os.stat(path).st_mtime
         except OSError:
-            return True
+            return None
+        when = _local(mtime)
         if self.since is not None and mtime < self.since:
-            return False
+            return f"--since {_local(self.since)}: it was modified before, at {when}"
         if self.until is not None and mtime >= self.until:
-            return False
+            return f"--until {_local(self.until)}: it was modified since, at {when}"
         if self.older_than is not None:
             age = (time.time() if now is None else now) - mtime
             if age < self.older_than:
-                return False
-        return True
+                ago = _span(max(age, 0))
+                return f"--older-than {_span(self.older_than)}: it was modified {ago} ago"
+        return None
 
     def describe(self) -> str:
         """The options that set the filters, for messages: ``--older-than, --exclude``."""
@@ -167,3 +179,33 @@ class FileFilter:
         if self.excludes:
             parts.append("--exclude")
         return ", ".join(parts)
+
+
+def _spec(lines: tuple[str, ...]) -> Any:
+    """A gitignore-style spec of ``lines`` (``pathspec``)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _local(epoch: float) -> str:
+    """A time for messages, local, to the minute: ``2026-12-02 14:05``."""
+    return dt.datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M")
+
+
+def _span(seconds: float) -> str:
+    """A duration for messages as the filters take it, in its two largest units (rounded
+    down): ``45s``, ``12m``, ``2h``, ``1h30m``, ``1d1h``.
+
+    >>> _span(59), _span(7200), _span(5400), _span(90061), _span(0.4)
+    ('59s', '2h', '1h30m', '1d1h', '0s')
+    """
+    left = int(seconds)
+    parts: list[str] = []
+    for unit in "dhms":
+        n, left = divmod(left, int(_UNITS[unit]))
+        if n or parts:
+            parts.append(f"{n}{unit}" if n else "")
+        if len(parts) == 2:
+            break
+    return "".join(parts) or "0s"

@@ -135,3 +135,30 @@ def test_events_on_stderr(tmp_path: Path):
         assert stamp.utcoffset() == dt.timedelta(0)
         assert before <= stamp <= after  # printed during the run (no wall-clock margin)
     assert all(k == k[:1].lower() + k[1:] and "_" not in k for x in lines for k in x)
+
+
+def test_an_output_named_gz_is_gzip_that_reads_back(tmp_path: Path) -> None:
+    """A fresh-user trial: ``-o out.jsonl.gz`` wrote plain JSON text under a gzip name
+    (``file`` said JSON text, ``zcat`` failed). It is gzip now, for ``compact -o``,
+    ``--materialize -o`` and ``convert -o``, and every command reads it back."""
+    import gzip
+
+    src = tmp_path / "s.jsonl"
+    original = (SAMPLES / "small-s1.canonical.jsonl").read_bytes()
+    src.write_bytes(original)
+    out = tmp_path / "out.jsonl.gz"
+    r = run_cli("compact", "--force", "--no-store", "-o", str(out), str(src))
+    assert r.returncode == 0, r.stderr.decode()
+    assert src.read_bytes() == original
+    data = gzip.decompress(out.read_bytes())
+    assert data.startswith(original) and data.count(b"\n") == original.count(b"\n") + 2
+    r = run_cli("inspect", "--json", "--estimate", str(out))
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == "canonical" and f["events"]["summary"] == 1
+    ctx = tmp_path / "ctx.jsonl.gz"
+    r = run_cli("compact", "--force", "--no-store", "--materialize", "-o", str(ctx), str(src))
+    assert r.returncode == 0 and b"summaryOf" in gzip.decompress(ctx.read_bytes())
+    conv = tmp_path / "c.jsonl.gz"
+    r = run_cli("convert", "-o", str(conv), str(SAMPLES / "small-s1.claude-code.jsonl"))
+    assert r.returncode == 0, r.stderr.decode()
+    assert gzip.decompress(conv.read_bytes()).startswith(b'{"type":"session"')

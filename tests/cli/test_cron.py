@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 import time
@@ -201,6 +202,73 @@ def test_transcripts_already_in_an_output_dir_inside_the_tree_are_said(tmp_path:
     assert b"(T/sub/old.jsonl) left out" in again.stderr
 
 
+def test_two_inputs_for_one_output_are_named_with_the_fix(tmp_path: Path) -> None:
+    """A fresh-user trial: ``compact -o out2/ tree2/`` with ``archive/old.jsonl`` and
+    ``archive/old.jsonl.gz`` said only ``two inputs would both be written to
+    out2/archive/old.jsonl``. The refusal names both inputs and the ``--exclude`` that
+    fixes it, which does; files named from two folders are told to name the folder."""
+    tree = tmp_path / "tree2"
+    old = _session(tree / "archive" / "old.jsonl", 2, 1)
+    (tree / "archive" / "old.jsonl.gz").write_bytes(gzip.compress(old.read_bytes()))
+    _session(tree / "top.jsonl", 2, 2)
+    r = run_cli("compact", "--force", "--no-store", "-o", "out2/", "tree2/", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.decode() == (
+        "compactctl: error: 2 inputs would both be written to out2/archive/old.jsonl: "
+        "tree2/archive/old.jsonl and tree2/archive/old.jsonl.gz (-o DIR/ writes uncompressed "
+        "canonical JSONL, named without .gz); leave one out, e.g. --exclude "
+        "/archive/old.jsonl.gz (or --exclude '*.gz' for every gzip copy)\n"
+    )
+    assert old.read_bytes().count(b"\n") == 7  # nothing was appended
+    for exclude in ("/archive/old.jsonl.gz", "*.gz"):
+        r = run_cli("compact", "--force", "--no-store", "-o", "out2/", "--exclude", exclude,
+                    "tree2/", cwd=tmp_path)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        written = (tmp_path / "out2").rglob("*.jsonl")
+        names = sorted(str(p.relative_to(tmp_path / "out2")) for p in written)
+        assert names == ["archive/old.jsonl", "top.jsonl"]
+    for d in ("x", "y"):
+        _session(tmp_path / d / "s.jsonl", 2, 3)
+    r = run_cli("convert", "-o", "out3/", "x/s.jsonl", "y/s.jsonl", cwd=tmp_path)
+    assert r.returncode == 2
+    assert (
+        "2 inputs would both be written to out3/s.jsonl: x/s.jsonl and y/s.jsonl; name the "
+        "folder that holds them instead (-o DIR/ mirrors a folder's tree)"
+    ) in r.stderr.decode()
+
+
+def test_a_stray_file_in_a_folder_fails_with_how_to_exclude_it(tmp_path: Path) -> None:
+    """A fresh-user trial: one application log named ``*.jsonl`` in the sessions folder
+    failed every nightly run, and the message offered only ``--format``. Found by a folder
+    walk, it still fails (exit 3: never skipped in silence), and the message adds the
+    ``--exclude`` that leaves it out, which does; named, it is not told to exclude itself."""
+    tree = tmp_path / "t"
+    _session(tree / "s.jsonl", 2, 1)
+    log = tree / "logs" / "app.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b'{"level": "info", "msg": "up"}\n{"level": "warn", "msg": "slow"}\n')
+    hint = (
+        "Pass --format NAME to read it as one of them anyway. Found in the folder t: if it "
+        "is not a transcript, leave it out with --exclude /logs/app.jsonl"
+    )
+    for jobs in ("1", "2"):
+        r = run_cli("compact", "--force", "--no-store", "--jobs", jobs, "t", cwd=tmp_path, env=ENV)
+        assert r.returncode == 3
+        err = r.stderr.decode()
+        assert "compactctl: t/logs/app.jsonl: unknown transcript format" in err
+        assert err.count(hint) == 1, err
+    r = run_cli("inspect", "--json", "--estimate", "t", cwd=tmp_path)
+    (error,) = orjson.loads(r.stdout)["totals"]["errors"]
+    assert r.returncode == 3 and error["code"] == "notATranscript"
+    assert error["message"].endswith(hint)
+    r = run_cli("compact", "--force", "--no-store", "--exclude", "/logs/app.jsonl", "t",
+                cwd=tmp_path, env=ENV)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = run_cli("inspect", "t/logs/app.jsonl", cwd=tmp_path)
+    assert r.returncode == 3 and b"unknown transcript format" in r.stderr
+    assert b"--exclude" not in r.stderr  # named: nothing to leave out of a walk
+
+
 def test_filters_choose_the_files(tmp_path: Path) -> None:
     tree = tmp_path / "t"
     old = _session(tree / "old.jsonl", 2, 7)
@@ -226,6 +294,44 @@ def test_filters_choose_the_files(tmp_path: Path) -> None:
     assert r.returncode == 2 and b"--older-than takes a duration such as 30m" in r.stderr
     r = run_cli("rules", "--until", "yesterday", str(tree))
     assert r.returncode == 2 and b"--until takes a date (2026-01-31)" in r.stderr
+
+
+def test_a_named_file_the_filters_leave_out_is_said(tmp_path: Path) -> None:
+    """A fresh-user trial: ``compact --force --older-than 2h fresh.jsonl`` printed nothing
+    (even with ``-v``), exit 0, and ``--json`` gave ``"files": []`` with no count. A file
+    named on the command line that a filter leaves out is named on stderr with the filter
+    that left it out, and counted in ``totals.leftOut``, as a folder's files are."""
+    fresh = _session(tmp_path / "fresh.jsonl", 2, 3)
+    folder = tmp_path / "t"
+    _session(folder / "live.jsonl", 2, 4)
+    old = _session(folder / "old.jsonl", 2, 5)
+    day_ago = time.time() - 86400
+    os.utime(old, (day_ago, day_ago))
+    half_hour_ago = time.time() - 1800
+    os.utime(fresh, (half_hour_ago, half_hour_ago))
+    before = fresh.read_bytes()
+    r = run_cli("compact", "--force", "--no-store", "--older-than", "2h", str(fresh), env=ENV)
+    assert r.returncode == 0 and fresh.read_bytes() == before
+    said = (
+        re.escape(f"compactctl: warning: {fresh}: left out by the filters (--older-than 2h: ")
+        + r"it was modified 30m(\d+s)? ago"
+        + re.escape("); nothing was done with it\n")
+    )
+    assert re.fullmatch(said, r.stderr.decode()), r.stderr
+    r = run_cli("compact", "--force", "--no-store", "--json", "--older-than", "2h",
+                str(fresh), str(folder), env=ENV)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    doc = orjson.loads(r.stdout)
+    assert [Path(f["path"]).name for f in doc["files"]] == ["old.jsonl"]
+    assert doc["totals"]["leftOut"] == 2 and doc["totals"]["files"] == 1  # fresh and live
+    assert r.stderr.decode().count("left out by the filters") == 1  # the named one
+    r = run_cli("inspect", "--exclude", "*.jsonl", str(fresh), cwd=tmp_path)
+    assert r.returncode == 0
+    assert f"{fresh}: left out by the filters (--exclude '*.jsonl' matches it)" in r.stderr.decode()
+    r = run_cli("inspect", "-q", "--exclude", "*.jsonl", str(fresh))
+    assert r.returncode == 0 and r.stderr == b""  # -q: errors only
+    r = run_cli("compact", "--force", "--no-store", "--json", "--older-than", "2h", str(old))
+    assert orjson.loads(r.stdout)["totals"]["leftOut"] == 0  # the key is always there
 
 
 @pytest.mark.parametrize("mode", ["in-place", "output"])

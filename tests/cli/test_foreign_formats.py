@@ -108,6 +108,75 @@ def test_unknown_format_is_a_clear_error(tmp_path: Path):
     assert b"unknown --format 'nope'" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "forced", "detected"),
+    [
+        ("small-s1.canonical.jsonl", "codex-rollout", "canonical"),
+        ("small-s1.claude-code.jsonl", "canonical", "claude-code"),
+        ("small-s1.codex-rollout.jsonl", "claude-stream", "codex-rollout"),
+    ],
+)
+def test_a_forced_format_that_reads_nothing_is_refused(
+    tmp_path: Path, name: str, forced: str, detected: str
+) -> None:
+    """A fresh-user trial: ``inspect --format codex-rollout`` on a canonical file said
+    ``0 messages ... events: foreign 68``, exit 0, and ``compact -o`` wrote a copy of it.
+    Every command refuses such a file (exit 3), names it, says what format detection makes
+    of it and how to go on, and writes nothing."""
+    src = tmp_path / name
+    src.write_bytes((SAMPLES / name).read_bytes())
+    before = src.read_bytes()
+    records = before.count(b"\n")
+    out = tmp_path / "out.jsonl"
+    for args in (
+        ("inspect",),
+        ("inspect", "--json"),
+        ("compact", "--force", "--no-store", "-o", str(out)),
+        ("convert", "-o", str(out)),
+        ("eval",),
+    ):
+        r = run_cli(*args, "--format", forced, str(src))
+        err = r.stderr.decode()
+        assert r.returncode == 3, (args, err)
+        assert f"{src}: --format {forced} reads nothing from this file" in err, (args, err)
+        assert f"none of its {records} records is one {forced} reads" in err
+        assert f"format detection says it is {detected}: drop --format" in err
+        assert not out.exists() and src.read_bytes() == before
+        if "--json" in args:
+            (f,) = orjson.loads(r.stdout)["files"]
+            assert f["outcome"] == "failed" and f["error"]["exitCode"] == 3
+    # the format it is, forced, still reads it
+    r = run_cli("inspect", "--json", "--format", detected, str(src))
+    assert r.returncode == 0 and orjson.loads(r.stdout)["files"][0]["messages"] > 0
+
+
+def test_a_forced_format_refusal_says_when_no_format_fits(tmp_path: Path) -> None:
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(b'{"hello": 1}\n{"world": 2}\n')
+    r = run_cli("inspect", "--format", "codex-rollout", str(p))
+    assert r.returncode == 3
+    assert (
+        b"none of its 2 records is one codex-rollout reads, so it would be read as a session "
+        b"of 0 messages; format detection knows no format it fits (it looks like JSON lines "
+        b"of 2 objects; keys: hello x1, world x1): pass the format it is" in r.stderr
+    )
+
+
+def test_a_forced_format_that_knows_the_records_is_not_refused(tmp_path: Path) -> None:
+    """A Claude Code file of metadata records only (no message yet) is read as one of 0
+    messages when ``--format claude-code`` is forced: its records are that format's, and
+    nothing in it is lost."""
+    p = tmp_path / "meta.jsonl"
+    p.write_bytes(
+        b'{"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}\n'
+        b'{"type": "queue-operation", "operation": "enqueue", "sessionId": "s1"}\n'
+    )
+    r = run_cli("inspect", "--json", "--format", "claude-code", str(p))
+    assert r.returncode == 0, r.stderr
+    (f,) = orjson.loads(r.stdout)["files"]
+    assert f["format"] == "claude-code" and f["messages"] == 0
+
+
 def test_convert_writes_canonical(tmp_path: Path):
     out = tmp_path / "c.jsonl"
     r = run_cli("convert", "-o", str(out), str(SAMPLES / "small-s1.codex-rollout.jsonl"))
@@ -222,7 +291,12 @@ def test_documents_with_o_dir_refuse_two_inputs_for_one_output(tmp_path: Path) -
         shutil.copyfile(FIXTURES / "formats" / name, tmp_path / name)
     out = tmp_path / "out"
     r = run_cli("compact", "--force", "--documents", "-o", f"{out}/", str(tmp_path))
-    assert r.returncode == 2 and b"two inputs would both be written to" in r.stderr
+    assert r.returncode == 2
+    assert (
+        f"2 inputs would both be written to {out}/gemini-cli-described.jsonl: "
+        f"{tmp_path}/gemini-cli-described.json and {tmp_path}/gemini-cli-described.jsonl; "
+        "leave one out, e.g. --exclude /gemini-cli-described.jsonl"
+    ) in r.stderr.decode()
     assert not out.exists() or not list(out.iterdir())
 
 

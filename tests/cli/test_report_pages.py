@@ -80,6 +80,30 @@ def test_unknown_extension_is_a_usage_error(tree: Path) -> None:
     assert (tree / "a.jsonl").read_bytes() == S1.read_bytes()  # refused before any file
 
 
+def test_a_report_that_cannot_be_written_is_refused_before_any_file(tree: Path) -> None:
+    """A fresh-user trial: ``compact --force --report nodir/r.md`` appended to the file,
+    then said ``cannot write`` with exit 2. The page's folder is checked with its extension,
+    before any file is read or written (and before ``-o DIR/`` is created)."""
+    (tree / "folder.md").mkdir()
+    for report, why in (
+        ("nodir/r.md", "no folder nodir; create it first, or name a report in a folder that "
+         "exists"),
+        ("folder.md", "it is a folder; name a file in it, such as report.md"),
+    ):  # fmt: skip
+        for args in (
+            ("compact", "--force", "a.jsonl"),
+            ("compact", "--force", "-o", "out/", "a.jsonl"),
+            ("inspect", "a.jsonl"),
+            ("eval", "a.jsonl"),
+        ):
+            r = run_cli(*args, "--report", report, cwd=tree)
+            assert r.returncode == 2, (args, r.stderr)
+            said = f"--report {report}: cannot write: {why} (nothing was done)"
+            assert said.encode() in r.stderr, (args, r.stderr)
+            assert (tree / "a.jsonl").read_bytes() == S1.read_bytes()
+            assert not (tree / "out").exists() and not (tree / "nodir").exists()
+
+
 class _Page(HTMLParser):
     """What the page holds: tags, attributes that could load something, rects, text."""
 

@@ -4,6 +4,7 @@ and deciding that an output is up to date (issue 19)."""
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import os
 import time
 from dataclasses import replace
@@ -14,7 +15,7 @@ import pytest
 from compactctl.app import provenance
 from compactctl.app.jobs import OutputOptions, mirrored_name
 from compactctl.errors import UsageError
-from compactctl.io.files import Found, walk, write_unless_same
+from compactctl.io.files import Found, walk, write_output, write_unless_same
 from compactctl.io.filters import FileFilter, parse_duration, parse_when
 from compactctl.session import Session
 from tests.helpers import msg, write_jsonl
@@ -158,6 +159,32 @@ def test_write_unless_same_leaves_an_identical_output(tmp_path: Path) -> None:
     assert write_unless_same(str(t), [b"a\n", b"c\n"]) == 4 and t.read_bytes() == b"a\nc\n"
     assert write_unless_same(str(t), [b"a\n"]) == 2 and t.read_bytes() == b"a\n"  # shorter
     assert write_unless_same(str(t), [b"a\n", b"d\n"]) == 4 and t.read_bytes() == b"a\nd\n"
+
+
+def test_an_output_named_gz_is_written_gzip_and_compared_uncompressed(tmp_path: Path) -> None:
+    """A fresh-user trial: ``-o out.jsonl.gz`` wrote plain JSON text (``zcat`` failed).
+    A ``.gz`` target is one gzip stream, the same bytes for the same lines (no time nor
+    name in its header), compared by what it holds uncompressed."""
+    t = tmp_path / "o.jsonl.gz"
+    size = write_unless_same(str(t), [b"a\n", b"b\n"])
+    raw = t.read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and size == len(raw)
+    assert gzip.decompress(raw) == b"a\nb\n"
+    assert raw[4:8] == b"\0\0\0\0"  # the header's modification time: 0, reproducible
+    ino, mtime = t.stat().st_ino, t.stat().st_mtime_ns
+    assert write_unless_same(str(t), [b"a\n", b"b\n"]) is None  # up to date: not rewritten
+    assert (t.stat().st_ino, t.stat().st_mtime_ns) == (ino, mtime)
+    assert write_unless_same(str(t), [b"a\n", b"c\n"]) is not None
+    assert gzip.decompress(t.read_bytes()) == b"a\nc\n"
+    assert write_unless_same(str(t), [b"a\n"]) is not None  # shorter
+    assert gzip.decompress(t.read_bytes()) == b"a\n"
+    for old in (b"a\nb\n", raw[:-5], b"\x1f\x8b junk"):  # plain, cut short, corrupt
+        t.write_bytes(old)
+        assert write_unless_same(str(t), [b"a\n", b"b\n"]) is not None
+        assert gzip.decompress(t.read_bytes()) == b"a\nb\n"
+    plain = tmp_path / "o.jsonl"
+    write_output(str(plain), [b"a\n"])
+    assert plain.read_bytes() == b"a\n"
 
 
 def test_an_output_is_up_to_date_only_while_input_options_and_output_hold(
