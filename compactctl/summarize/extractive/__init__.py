@@ -9,7 +9,8 @@ What it collects, in one pass over the messages:
 
 - every user message (shortened: the opening ~200 characters and the last sentence; any
   sentence stating a constraint, "do not ...", "must ...", "keep ...", 不要, 必须, 保留 ...,
-  is kept in full and also listed as a user constraint);
+  is kept in full and also listed as a user constraint, without its label; one that refers
+  back, "Without the flag ...", with what the sentence before it names);
 - the ledger, copied in full and never sampled away:
   files read, edited, written, created or deleted, from tool-call arguments (``path``,
   ``file_path``, ``filePath``, ``filename`` ...), from shell commands (``cat x``,
@@ -40,6 +41,10 @@ once. See :mod:`~compactctl.summarize.extractive.render`.
 
 Prior state: ``request.prior`` (an earlier summary, from any summarizer) is parsed back into
 facts and merged, prior first; see :mod:`~compactctl.summarize.extractive.prior`.
+
+The messages kept after the span (``request.later``) are read only to settle the span's
+failures (a failure a kept run fixes is resolved later, not unresolved); nothing else of
+them goes into the summary, whose reader has them whole.
 
 Messages carrying ``summaryOf`` (an earlier summary in the view) are skipped, never read as
 conversation (docs/design.md section 3).
@@ -128,7 +133,9 @@ class ExtractiveSummarizer:
             render_as_task_state,
         )
 
-        facts = Extractor(request.messages, request.first_request, request.latest_request).run()
+        facts = Extractor(
+            request.messages, request.first_request, request.latest_request, request.later
+        ).run()
         if request.prior is not None:
             facts = merge(facts_from_prior(request.prior), facts)
             if request.first_request.strip():
