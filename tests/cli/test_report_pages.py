@@ -29,17 +29,17 @@ CLAUDE_REFUSED = (
 )
 
 # Checked by hand: small-s1 counts 7,320 tokens (--estimate) before `compact --force` and
-# 2,235 after (inspect --estimate says the same of the compacted file), so two copies sum to
-# 14,640 -> 4,470, saved 10,170; the Claude Code file is refused in place.
+# 2,221 after (inspect --estimate says the same of the compacted file), so two copies sum to
+# 14,640 -> 4,442, saved 10,198; the Claude Code file is refused in place.
 GOLDEN_MD = f"""\
 ### compactctl compact
 
-2 files compacted, 1 failed. Tokens 14,640 -> 4,470 (saved 10,170).
+2 files compacted, 1 failed. Tokens 14,640 -> 4,442 (saved 10,198).
 
 | file | outcome | tokens before | tokens after | tokens saved |
 | --- | --- | ---: | ---: | ---: |
-| a.jsonl | changed | 7,320 | 2,235 | 5,085 |
-| b.jsonl | changed | 7,320 | 2,235 | 5,085 |
+| a.jsonl | changed | 7,320 | 2,221 | 5,099 |
+| b.jsonl | changed | 7,320 | 2,221 | 5,099 |
 | claude.jsonl | failed: {CLAUDE_REFUSED} | - | - | - |
 """
 
@@ -118,13 +118,13 @@ def test_html_report_is_self_contained(tree: Path) -> None:
     )
     assert page.tags.count("svg") == 1
     text = " ".join(page.text)
-    assert "2 files compacted, 1 failed. Tokens 14,640 -> 4,470 (saved 10,170)." in text
+    assert "2 files compacted, 1 failed. Tokens 14,640 -> 4,442 (saved 10,198)." in text
     # the chart: a legend swatch of each, then a bar before and a bar after per session
     # (the refused file has no counts, so no bars), to one scale: 480 px for 7,320 tokens
     assert [r["class"] for r in page.rects[:2]] == ["before", "after"]  # the legend
     bars = page.rects[2:]
     assert [r["class"] for r in bars] == ["bar before", "bar after"] * 2
-    assert [r["width"] for r in bars] == ["480", str(round(480 * 2235 / 7320))] * 2
+    assert [r["width"] for r in bars] == ["480", str(round(480 * 2221 / 7320))] * 2
     assert page.rows == 4  # the header and a row per file
     assert CLAUDE_REFUSED in text
 
@@ -174,8 +174,8 @@ def test_html_report_in_a_headless_browser(tree: Path) -> None:
             "[...document.querySelectorAll('#chart rect')].map(r => r.getBBox().width)"
         )
         cells = page.locator("#files tbody tr").all_inner_texts()
-    assert totals == "2 files compacted, 1 failed. Tokens 14,640 -> 4,470 (saved 10,170)."
-    assert widths == [12, 12] + [480, round(480 * 2235 / 7320)] * 2
+    assert totals == "2 files compacted, 1 failed. Tokens 14,640 -> 4,442 (saved 10,198)."
+    assert widths == [12, 12] + [480, round(480 * 2221 / 7320)] * 2
     assert [c.split("\t")[:2] for c in cells] == [
         ["a.jsonl", "changed"],
         ["b.jsonl", "changed"],
