@@ -403,3 +403,25 @@ def test_the_goal_leaves_out_a_sentence_that_only_introduced_the_constraints() -
         "不要修改 harborlog.parser 的公共接口，计费服务和导出服务都在用它。",
         "代码必须继续支持 Python 3.9，批处理机器上只有这个版本。",
     ]
+
+
+def test_an_earlier_summary_listing_the_task_with_the_rule_is_not_repeated() -> None:
+    """An earlier summary (before the rule was listed alone) holds "TASK. RULE" as a
+    constraint; the next summary lists the pinned "RULE (re: ...)" only, not both."""
+    task = "Next, add a `--since-days` option to `quillpad export`."
+    rule = "Without the flag the output must stay exactly as it is today."
+    first = ExtractiveSummarizer().summarize(
+        SummaryRequest(
+            messages=[_user("Fix it.")], max_chars=20_000, pinned_constraints=[f"{task} {rule}"]
+        )
+    )
+    pinned = user_constraints([f"{task} {rule}"])
+    request = SummaryRequest(
+        messages=[_user("Go on with the docs.", 2)],
+        prior=first,
+        max_chars=20_000,
+        pinned_constraints=pinned,
+    )
+    summary = parse_sections(ExtractiveSummarizer().summarize(request).text).sections
+    constraints = [p for p in summary["Primary Request"] if p.startswith("Constraint:")]
+    assert constraints == [f"Constraint: {rule} (re: `--since-days`, `quillpad export`)"]
