@@ -113,11 +113,12 @@ def user_constraints(texts: Iterable[str], limit: int = 20) -> list[str]:
     "always...", "keep X as it is") with a pin word (``always``, ``only`` too), tasks and
     prompts to go on left out ("add X and make sure Y", "keep going"): the constraints of
     :func:`~compactctl.summarize.extractive.intent.constraint_sentences` (issue 15, point
-    2), so one that refers back ("Without the flag ...") comes with the sentence naming what
-    it is about, or not at all.
+    2), so one that refers back ("Without the flag ...") comes with what the sentence before
+    it names, "(re: `--since-days`)" (that sentence itself when it names nothing), or not at
+    all.
 
-    Each is kept verbatim (a sentence of at most 300 chars, with its context sentence of at
-    most ``CONTEXT_MAX``), first occurrence first, at most ``limit``.
+    Each is kept verbatim, its label too (a sentence of at most 300 chars; the sentence
+    before it at most ``CONTEXT_MAX``), first occurrence first, at most ``limit``.
 
     >>> user_constraints(["Fix it. Do not add new dependencies. Thanks!"])
     ['Do not add new dependencies.']
@@ -661,11 +662,18 @@ def _summarize(
         )
     prior = SummaryResult.from_event(prior_event.data) if prior_event else None
     originals = {e.uuid: e for e in log if isinstance(e, Message)}
-    messages = []
-    for m in span:
-        original = dict(originals.get(m.uuid, m).data)
-        original.setdefault("turnId", m.turn)
-        messages.append(original)
+
+    def original(m: Message) -> dict[str, Any]:
+        data = dict(originals.get(m.uuid, m).data)
+        data.setdefault("turnId", m.turn)
+        return data
+
+    messages = [original(m) for m in span]
+    # the kept tail, read but not summarized: what became of the span (a failure that a
+    # later run passed is no blocker)
+    in_span = {id(m) for m in span}
+    end = max(i for i, m in enumerate(view) if id(m) in in_span)
+    kept = [original(m) for m in view[end + 1 :] if "summaryOf" not in m.data]
     from compactctl.summarize.extractive.intent import spoken_by_user
 
     spoken = [
@@ -681,9 +689,12 @@ def _summarize(
         latest = (f"T{turn}" if isinstance(turn, int) else "", spoken[-1].text)
     engine = summarizer or make_summarizer(opts, session_model)
 
-    def request(msgs: list[dict[str, Any]], prior_state: SummaryResult | None) -> SummaryRequest:
+    def request(
+        msgs: list[dict[str, Any]], prior_state: SummaryResult | None, later: list[dict[str, Any]]
+    ) -> SummaryRequest:
         req = SummaryRequest(
             messages=msgs,
+            later=later,
             prior=prior_state,
             format=opts.format,  # type: ignore[arg-type]
             max_chars=opts.summary_budget,
@@ -704,7 +715,7 @@ def _summarize(
     from compactctl.summarize.litellm import ContextTooLong
 
     try:
-        result = engine.summarize(request(messages, prior))
+        result = engine.summarize(request(messages, prior, kept))
     except ContextTooLong:
         # reactive retry, once per run: summarize in chunks that fit, chaining the state.
         # Each chunk is at most half the span (so the failed request is never re-sent whole)
@@ -715,9 +726,11 @@ def _summarize(
         if window:
             budget = min(budget, window // 2)
         state = prior
+        done = 0
         for chunk in _chunks(messages, budget, counter):
+            done += len(chunk)
             try:
-                state = engine.summarize(request(chunk, state))
+                state = engine.summarize(request(chunk, state, messages[done:] + kept))
             except ContextTooLong as exc:
                 raise SummarizerError(f"{exc}; the reactive retry in chunks failed too") from exc
         assert state is not None

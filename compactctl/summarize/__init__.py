@@ -110,6 +110,11 @@ class SummaryRequest:
         latest_request: the session's newest request the user typed, ``(turn label, text)``
             such as ``("T7", "...")``, when the caller knows it (it may be in the kept tail,
             after ``messages``), else ``None``.
+        later: the messages kept after ``messages`` (the kept tail), in file order, in the
+            shape of ``messages``; read, never summarized: they say what became of the span
+            (a failure of the span that a later run of the same command passed is not
+            unresolved; the agent that resumes sees those messages). Empty when nothing is
+            kept after the span or the caller does not say.
 
     Raises:
         UsageError: an unknown format or a budget below 1 (a configuration mistake).
@@ -124,6 +129,7 @@ class SummaryRequest:
     first_request: str = ""
     latest_request: tuple[str, str] | None = None
     max_tokens: int | None = None
+    later: Sequence[Mapping[str, Any]] = ()
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -1372,17 +1372,17 @@ def _redact_arguments(args: Any, seen: dict[str, str]) -> Any:
 
 
 def redact_request(request: SummaryRequest) -> SummaryRequest:
-    """``request`` with every text a summarizer reads redacted: the messages
-    (:func:`redact_messages`), the prior summary (text and task state), the instructions,
-    the pinned constraints, the first and latest requests, and any text field added later
-    (every field but ``format`` and ``max_chars`` is walked)."""
+    """``request`` with every text a summarizer reads redacted: the messages and the kept
+    messages after them (:func:`redact_messages`), the prior summary (text and task state),
+    the instructions, the pinned constraints, the first and latest requests, and any text
+    field added later (every field but ``format`` and ``max_chars`` is walked)."""
     changes: dict[str, Any] = {}
     seen: dict[str, str] = {}  # each distinct string redacted once
     for f in fields(request):
         value = getattr(request, f.name)
         if f.name in ("format", "max_chars") or value is None:
             continue
-        if f.name == "messages":
+        if f.name in ("messages", "later"):
             changes[f.name] = _redact_messages(value, seen)
         elif f.name == "prior":
             changes[f.name] = replace(

@@ -29,7 +29,7 @@ def test_run_log_counts_each_output_once(tmp_path: Path) -> None:
     for _ in range(2):
         cli("compact", "--force", "--estimate", "-o", "out/", "in/a.jsonl")
     cli("compact", "--force", "--estimate", "in/a.jsonl", "in/claude.jsonl", "gone.jsonl", code=3)
-    saved = 7320 - 2289  # small-s1 --estimate, before and after (tests/cli/test_report_pages)
+    saved = 7320 - 2274  # small-s1 --estimate, before and after (tests/cli/test_report_pages)
     doc = orjson.loads(cli("inspect", "--store", "--json"))
     assert doc["tokensSaved"] == 2 * saved  # out/a.jsonl once, in/a.jsonl in place once
     (day,) = doc["compactionsPerDay"]

@@ -126,7 +126,7 @@ def test_inspect_history_names_the_tiers_summary_and_what_it_replaces(tmp_path: 
     chosen = run_cli("tiers", "--tier", "L0", str(path), env=env)
     assert chosen.returncode == 0
     assert chosen.stderr.decode() == (  # the tiers were there: only what replay shows changed
-        f"{path}: replay now shows L0 (the tiers as they were: L0 228, L1 999, L2 1589 "
+        f"{path}: replay now shows L0 (the tiers as they were: L0 216, L1 1000, L2 1578 "
         "tokens, cl100k_base)\n"
     )
     table = run_cli("inspect", str(path)).stdout.decode()
@@ -141,12 +141,12 @@ def test_inspect_history_names_the_tiers_summary_and_what_it_replaces(tmp_path: 
     )
     assert second == (  # what replay shows, not the whole summary's stats
         f"line {lines[3]}: summary sections with tiers L0, L1, L2 in place of line "
-        f"{lines[2]}'s (replay shows L0, 228 tokens), 54 messages"
+        f"{lines[2]}'s (replay shows L0, 216 tokens), 54 messages"
     )
     doc = orjson.loads(run_cli("inspect", "--json", str(path)).stdout)
     entries = doc["files"][0]["history"]
     assert [e.get("supersedes") for e in entries] == [None, None, entries[1]["uuid"],
                                                       entries[2]["uuid"]]  # fmt: skip
     assert [e.get("selectedTier") for e in entries] == [None, None, None, "L0"]
-    assert entries[3]["tierTokens"]["L0"] == 228
+    assert entries[3]["tierTokens"]["L0"] == 216
     assert [e.get("replaces") for e in entries] == [None, 54, 55, 56]

@@ -9,7 +9,8 @@ What it collects, in one pass over the messages:
 
 - every user message (shortened: the opening ~200 characters and the last sentence; any
   sentence stating a constraint, "do not ...", "must ...", "keep ...", 不要, 必须, 保留 ...,
-  is kept in full and also listed as a user constraint);
+  is kept in full and also listed as a user constraint, without its label; one that refers
+  back, "Without the flag ...", with what the sentence before it names);
 - the ledger, copied in full and never sampled away:
   files read, edited, written, created or deleted, from tool-call arguments (``path``,
   ``file_path``, ``filePath``, ``filename`` ...), from shell commands (``cat x``,
@@ -41,6 +42,10 @@ once. See :mod:`~compactctl.summarize.extractive.render`.
 Prior state: ``request.prior`` (an earlier summary, from any summarizer) is parsed back into
 facts and merged, prior first; see :mod:`~compactctl.summarize.extractive.prior`.
 
+The messages kept after the span (``request.later``) are read only to settle the span's
+failures (a failure a kept run fixes is resolved later, not unresolved); nothing else of
+them goes into the summary, whose reader has them whole.
+
 Messages carrying ``summaryOf`` (an earlier summary in the view) are skipped, never read as
 conversation (docs/design.md section 3).
 
@@ -67,7 +72,7 @@ from __future__ import annotations
 from compactctl.summarize import SummaryRequest, SummaryResult
 from compactctl.summarize.extractive import intent, tools
 from compactctl.summarize.extractive.failures import ERROR_LINES_PER_RESULT
-from compactctl.summarize.extractive.prose import LEDGER_LINE_MAX, dedupe, one_line
+from compactctl.summarize.extractive.prose import LEDGER_LINE_MAX, dedupe, norm, one_line
 from compactctl.summarize.summary_format import parse_task_state, validate_sections
 
 # The extractor, the ledger, the prior reader and the renderer are imported when a summary
@@ -128,7 +133,9 @@ class ExtractiveSummarizer:
             render_as_task_state,
         )
 
-        facts = Extractor(request.messages, request.first_request, request.latest_request).run()
+        facts = Extractor(
+            request.messages, request.first_request, request.latest_request, request.later
+        ).run()
         if request.prior is not None:
             facts = merge(facts_from_prior(request.prior), facts)
             if request.first_request.strip():
@@ -136,7 +143,7 @@ class ExtractiveSummarizer:
             if request.latest_request is not None:
                 facts.latest_label, facts.latest_request = request.latest_request
         pinned = [one_line(c) for c in request.pinned_constraints if c.strip()]
-        facts.constraints = dedupe(pinned + facts.constraints, similar=True)
+        facts.constraints = dedupe(pinned + _not_restated(facts.constraints, pinned), similar=True)
         if request.format == "task-state":
             text, state, warnings = render_as_task_state(facts, request)
             parse_task_state(text)
@@ -152,6 +159,22 @@ class ExtractiveSummarizer:
         return SummaryResult(
             text=text, format="sections", task_state=None, model=MODEL_NAME, warnings=warnings
         )
+
+
+def _not_restated(constraints: list[str], pinned: list[str]) -> list[str]:
+    """``constraints`` without those that state the rule of a pinned constraint listed with
+    what it refers to ("RULE (re: ...)"): the form an earlier summary may hold, the rule
+    joined with the sentence before it ("Next, add a `--since-days` option. RULE"), which
+    lists a task as a constraint (see
+    :func:`~compactctl.summarize.extractive.intent.constraint_sentences`).
+
+    >>> _not_restated(["Add a `-x` flag. Without the flag nothing changes.", "Do not add deps."],
+    ...               ["Without the flag nothing changes. (re: `-x`)"])
+    ['Do not add deps.']
+    """
+    rules = [norm(p.split(" (re: ", 1)[0]) for p in pinned if " (re: " in p]
+    rules = [r for r in rules if r]
+    return [c for c in constraints if not any(r in norm(c) for r in rules)]
 
 
 def _clear_caches() -> None:

@@ -215,6 +215,20 @@ def _call_key(name: str, args: Mapping[str, Any]) -> str:
         return name + " " + repr(sorted(args.items(), key=lambda kv: str(kv[0])))
 
 
+def _messages(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The message dicts of ``events`` (anything else skipped)."""
+    return [m for m in events if isinstance(m, Mapping) and m.get("type", "message") == "message"]
+
+
+def _results(messages: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The tool results of ``messages`` by their call id (the first one of an id)."""
+    results: dict[str, Mapping[str, Any]] = {}
+    for message in messages:
+        if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):
+            results.setdefault(message["toolCallId"], message)
+    return results
+
+
 class Extractor:
     """One pass over a span of canonical messages, filling a
     :class:`~compactctl.summarize.extractive.ledger.Facts`.
@@ -224,7 +238,9 @@ class Extractor:
     is pinned, so usually not among ``messages``); else the first request of the span is.
     ``latest_request`` (``(turn label, text)``) is the session's newest request when the
     caller knows it; one that is not the span's own newest came after the span, which makes
-    every next step stated in the span stale. :meth:`run` reads them once, in order.
+    every next step stated in the span stale. ``later`` are the messages kept after the span
+    (:attr:`~compactctl.summarize.SummaryRequest.later`): only their tool calls are read, to
+    settle the span's failures (:meth:`_later`). :meth:`run` reads them once, in order.
     """
 
     def __init__(
@@ -232,18 +248,15 @@ class Extractor:
         messages: Sequence[Mapping[str, Any]],
         first_request: str = "",
         latest_request: tuple[str, str] | None = None,
+        later: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.first_request = first_request.strip()
         self.latest_request = latest_request
-        self.messages = [
-            m for m in messages if isinstance(m, Mapping) and m.get("type", "message") == "message"
-        ]
+        self.messages = _messages(messages)
+        self.later = _messages(later)
         self.facts = Facts()
         self.concepts = _Concepts()
-        self.results: dict[str, Mapping[str, Any]] = {}
-        for message in self.messages:
-            if message.get("role") == "tool" and isinstance(message.get("toolCallId"), str):
-                self.results.setdefault(message["toolCallId"], message)
+        self.results = _results(self.messages)
         self.awaiting_followup: list[ErrorEntry] = []
         self.seen_error_lines: dict[str, ErrorEntry] = {}
         self.newest_plan: list[tuple[str, bool]] | None = None
@@ -286,8 +299,52 @@ class Extractor:
                 call_id = message.get("toolCallId")
                 if not isinstance(call_id, str) or call_id not in called:
                     self._orphan_result(message)
+        self._later()
         self._finish()
         return self.facts
+
+    def _later(self) -> None:
+        """Settle the span's failures by the tool calls of the messages kept after it, in
+        order, by the rules of the span (:meth:`_resolve`, :meth:`_add_error`): a call that
+        succeeds marks resolved the failures it fixes (a run of the same or a broader
+        command, :func:`~compactctl.summarize.extractive.tools.resolves`; the same call of a
+        tool that names no file), and its command goes to
+        :attr:`~compactctl.summarize.extractive.ledger.Facts.later_ok` (for the failures of
+        a prior summary); a failure with an error line of a resolved one opens it again.
+        Nothing else of those messages is read: the agent that resumes has them whole.
+        Before, a failure fixed in the kept tail was listed as unresolved (a fresh-user
+        trial: "`pytest tests/x.py` failed ...; unresolved" above a kept "2 passed")."""
+        results = _results(self.later)
+        for message in self.later:
+            if message.get("role") != "assistant":
+                continue
+            for call in tool_calls(message):
+                result = results.get(str(call.get("id"))) if isinstance(call, Mapping) else None
+                if result is None:
+                    continue
+                name = str(call.get("name") or "tool")
+                args = call_arguments(call)
+                text = text_of(result.get("content"))
+                code = reported_exit_code(text)
+                failed = bool(result.get("isError")) or code not in (None, 0)
+                kind = tool_kind(name)
+                command = shell_command(args) if kind in ("shell", "other") else ""
+                if failed:
+                    lines = {ledger_line(line) for line in error_lines(text)[0]}
+                    for error in self.facts.errors:
+                        if error.resolved and not lines.isdisjoint(error.lines):
+                            error.resolved = False
+                elif command:
+                    found = dedupe_exact(located_errors(text) + found_errors(text))
+                    outcome = self._outcome(result, text, failed, code, found)
+                    if CommandEntry(command_text(command), 1, outcome).passed:  # as in the span
+                        self._resolve(command=command_text(command))
+                        self.facts.later_ok.append(command_text(command))
+                elif kind != "plan":
+                    files = self._call_files(kind, args, text)
+                    self._resolve(
+                        tool_key=f"{name} {files[0][0]}" if files else _call_key(name, args)
+                    )
 
     # -- user
 

@@ -56,6 +56,7 @@ __all__ = [
     "decision_rank",
     "long_enough",
     "NOT_SPOKEN_PREFIXES",
+    "referent",
     "refers_back",
     "required_literal",
     "sentence_flags",
@@ -536,6 +537,30 @@ def refers_back(sentence: str) -> bool:
 
 #: The longest sentence a constraint brings along to name what it refers to, in characters.
 CONTEXT_MAX = 300
+#: At most this many names of the sentence before a constraint that refers back to it.
+REFERENTS_MAX = 3
+
+
+def referent(before: str) -> str:
+    """What a constraint that :func:`refers_back` is about, for its ``(re: ...)`` note: the
+    names of ``before`` (the sentence before it: code in backticks, options, paths,
+    identifiers; :data:`_NAMES_RE`), the first :data:`REFERENTS_MAX`, each verbatim (a
+    closing ``.`` or ``,`` of an unquoted one left out); ``before`` whole when it names
+    nothing. The names, not the sentence: the sentence is often a task ("Next, add a
+    `--since-days` option ..."), and a summary listing it among the standing constraints
+    has the task done again (a fresh-user trial of the shipped sample).
+
+    >>> referent("Next, add a `--since-days` option to `quillpad export` for N days.")
+    '`--since-days`, `quillpad export`'
+    >>> referent("Edit src/app/cli.py, then run it."), referent("Add a verbose flag.")
+    ('src/app/cli.py', 'Add a verbose flag.')
+    """
+    names: list[str] = []
+    for found in _NAMES_RE.findall(before):
+        name = found if found.startswith("`") else found.rstrip(".,;:!?)\"'")
+        if name and name not in names:
+            names.append(name)
+    return ", ".join(names[:REFERENTS_MAX]) if names else before.strip()
 
 
 @overload
@@ -551,15 +576,18 @@ def constraint_sentences(
 ) -> list[str] | list[tuple[str, str]]:
     """The constraints a user message states, in order, each as it is to be listed: a
     sentence for which :func:`states_constraint` holds (and ``words`` matches, when given),
-    verbatim; one that :func:`refers_back` comes with the sentence before it, which names
-    what it is about ("Add a `--since-days` option. Without the flag the output must stay as
-    it is."); with no such sentence (the first of its message, a question, or one longer
-    than :data:`CONTEXT_MAX`) it is not listed at all, rather than stated with the wrong
-    meaning (issue 15: a summary states no fact the transcript does not support).
+    verbatim; one that :func:`refers_back` is followed by what the sentence before it names
+    (:func:`referent`: "Without the flag the output must stay. (re: `--since-days`)"), or
+    by that sentence itself when it names nothing; with no such sentence (the first of its
+    message, a question, or one longer than :data:`CONTEXT_MAX`) it is not listed at all,
+    rather than stated with the wrong meaning (issue 15: a summary states no fact the
+    transcript does not support). The sentence before is never listed as the rule: it is
+    often the task the rule goes with ("Add a `--since-days` option."), and a task listed as
+    a standing constraint is done again by an agent that resumes from the summary.
     ``pairs=True`` gives ``(the constraint sentence alone, as listed)`` pairs.
 
     >>> constraint_sentences("Add a `--json` flag. Without the flag the output must stay.")
-    ['Add a `--json` flag. Without the flag the output must stay.']
+    ['Without the flag the output must stay. (re: `--json`)']
     >>> constraint_sentences("Without the flag the output must stay. Do not add deps.")
     ['Do not add deps.']
     """
@@ -570,7 +598,7 @@ def constraint_sentences(
             continue
         whole = sentence
         if refers_back(sentence):
-            whole = join_sentences([sentences[index - 1], sentence])
+            whole = f"{sentence} (re: {referent(sentences[index - 1])})"
         out.append((sentence, whole))
     if pairs:
         return out
@@ -658,21 +686,27 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
     up to ``head`` characters, every constraint sentence in full (with the sentence before it
     when it :func:`refers_back` to it), and the last sentence; ``…`` marks what was left
     out. ``head`` 0 keeps constraint sentences only (or the first 60 characters when there
-    are none). ``constraints=False`` leaves constraint sentences
-    out (they are listed on their own).
+    are none). ``constraints=False`` leaves constraint sentences out (they are listed on
+    their own), and with them a sentence that only introduces them (one that ends with a
+    colon, followed by a constraint: "两点要求：", "Two rules:"), which would otherwise
+    introduce whatever comes next ("两点要求：附上 CI 失败页面的截图。", "two requirements:
+    attach the CI screenshot", in a fresh-user trial).
 
     >>> shorten_user("Fix the pager. " + "It is slow. " * 30 + "Do not add deps. Thanks!", 30)
     'Fix the pager. It is slow. … Do not add deps. Thanks!'
     >>> shorten_user("Fix the pager. Do not add deps.", 200, constraints=False)
     'Fix the pager.'
+    >>> shorten_user("Fix the pager. Two rules: Do not add deps. Attach a log.", 200, False)
+    'Fix the pager. Attach a log.'
     """
     sentences, flags = sentence_flags(text)
+    left_out = frozenset() if constraints else _left_out(sentences, flags)
     plain = sum(len(s) + 1 for s, c in zip(sentences, flags, strict=True) if not c)
     budget = plain if head > 0 and plain <= head + 60 else head
     parts: list[str] = []
     used, gap = 0, False
     for index, (sentence, is_constraint) in enumerate(zip(sentences, flags, strict=True)):
-        if is_constraint and not constraints:
+        if index in left_out:
             continue
         last = index == len(sentences) - 1
         if constraints and not last and flags[index + 1] and refers_back(sentences[index + 1]):
@@ -692,6 +726,22 @@ def shorten_user(text: str, head: int, constraints: bool = True) -> str:
     if not parts:
         parts = [clip(inline(text), 60 if constraints else 40)]
     return _ELLIPSES_RE.sub(ELLIPSIS, join_sentences(parts))
+
+
+def _left_out(sentences: Sequence[str], flags: Sequence[bool]) -> frozenset[int]:
+    """The indices of the sentences :func:`shorten_user` leaves out with
+    ``constraints=False``: each constraint, and a sentence that introduces one (it ends
+    with a colon and a constraint comes next).
+
+    >>> sorted(_left_out(["Fix it.", "Two rules:", "Do not add deps."], [False, False, True]))
+    [1, 2]
+    """
+    return frozenset(
+        index
+        for index, sentence in enumerate(sentences)
+        if flags[index]
+        or (sentence.rstrip().endswith((":", "：")) and index + 1 < len(flags) and flags[index + 1])
+    )
 
 
 @functools.cache

@@ -252,6 +252,10 @@ class Facts:
     next_step: str = ""
     stats: Stats = field(default_factory=Stats)
     prior_merged: str = ""
+    later_ok: list[str] = field(default_factory=list)
+    """The commands (their :func:`~compactctl.summarize.extractive.tools.command_text`) that
+    ran without failing in the messages kept after the span, in order: they settle a prior
+    summary's failures as the span's own runs do."""
     instructions: dict[str, str] = field(default_factory=dict)
     """Instruction files (AGENTS.md, CLAUDE.md ...), injected or read through a tool: their
     name -> their text, verbatim (issue 15 point 9); the newest text of a name wins."""

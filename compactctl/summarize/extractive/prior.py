@@ -2,12 +2,12 @@
 
 ``request.prior`` (a ``sections`` text or a ``task-state`` answer, from any summarizer) is
 parsed back into facts (:func:`facts_from_prior`; an agent's own compaction summary, e.g.
-Claude Code's, by its headings) and merged (:func:`merge`): ledger
-entries, constraints, user messages, decisions and done items are united (prior first;
-action and run counts added); a prior failure is marked resolved when the new span runs the
-same (or a broader) command successfully; pending tasks the new span marks done are
-dropped; current work and next step are replaced by the new span's. A prior text without
-headings is kept whole as one note.
+Claude Code's, by its headings) and merged (:func:`merge`): ledger entries, constraints,
+user messages, decisions and done items are united (prior first; action and run counts
+added); a prior failure is marked resolved when the new span, or the messages kept after
+it, run the same (or a broader) command successfully; pending tasks the new span marks done
+are dropped; current work and next step are replaced by the new span's. A prior text
+without headings is kept whole as one note.
 """
 
 from __future__ import annotations
@@ -403,7 +403,10 @@ def merge(prior: Facts, new: Facts) -> Facts:
             not error.resolved
             and not error.found
             and error.command
-            and any(resolves(text, error.command) for text, c in new.commands.items() if c.passed)
+            and any(
+                resolves(text, error.command)
+                for text in [t for t, c in new.commands.items() if c.passed] + new.later_ok
+            )
         ):
             error.resolved = True
             error.raw = error.raw.removesuffix("; unresolved") + "; resolved later"

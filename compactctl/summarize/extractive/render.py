@@ -558,7 +558,8 @@ def _task_state(facts: Facts, level: int = 0) -> TaskState:
         blockers=[e.ledger() for e in facts.errors if not e.resolved and not e.found],
         key_artifacts=_file_bullets(facts, detail) + _command_bullets(facts, detail),
         decisions=[d.text for d in _top_decisions(facts, len(facts.decisions))],
-        user_constraints=list(facts.constraints) + instruction_bullets(facts),
+        # without a label, as under Primary Request: a pinned constraint is verbatim
+        user_constraints=[without_label(c) for c in facts.constraints] + instruction_bullets(facts),
     )
 
 
@@ -595,7 +596,7 @@ def _display(facts: Facts, state: TaskState, cap: int, constraint_cap: int) -> d
         "code_changes": changes or ["no files changed"],
         # a constraint is never cut ("... must stay exactly as it is…" is another rule);
         # an instruction file's text is (it says so), and the state keeps it whole
-        "constraints": [one_line(c) for c in facts.constraints if c.strip()]
+        "constraints": [one_line(without_label(c)) for c in facts.constraints if c.strip()]
         + clip_all(instruction_bullets(facts), constraint_cap)
         or ["no user constraints stated"],
     }

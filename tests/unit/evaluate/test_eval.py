@@ -127,7 +127,7 @@ def test_a_constraint_the_summary_cannot_list_is_no_probe():
     ]
     assert Extractor(data).run().constraints == [
         "Do not add new dependencies.",
-        "Add a `--json` flag. Without the flag the output must stay as it is.",
+        "Without the flag the output must stay as it is. (re: `--json`)",
     ]
 
 

@@ -11,9 +11,13 @@ import orjson
 from compactctl.app.jobs import OutputOptions, compact_path
 from compactctl.io.files import read
 from compactctl.layers.summary import CompactOptions, plan_compact, select_span, user_constraints
-from compactctl.model import SummaryEvent
+from compactctl.model import Message, SummaryEvent
 from compactctl.replay import replay, tool_block_keys
-from compactctl.summarize.summary_format import parse_task_state, validate_sections
+from compactctl.summarize.summary_format import (
+    parse_sections,
+    parse_task_state,
+    validate_sections,
+)
 from compactctl.tokens import TokenCounter, prompt_tokens
 from tests.helpers import SAMPLES, broken_blocks, context_text, write_jsonl
 from tests.sessions import grow, load_records, probes
@@ -94,6 +98,45 @@ def test_task_state_format(tmp_path: Path):
     assert len(parsed.display_summary) <= 1200
     assert s.data["taskState"] == dict(parsed.task_state)
     assert any("new dependencies" in c.lower() for c in parsed.task_state["user_constraints"])
+
+
+def test_small_s1_summary_states_no_blocker_and_no_task_the_kept_messages_contradict():
+    """A fresh-user trial of the shipped sample: the span ends on a failed run of
+    `pytest tests/test_cli_export_since_days.py`, which the kept messages after it fix
+    ("2 passed"), yet the summary listed it as an unresolved blocker; and the user's task
+    "Next, add a `--since-days` option ..." (done in the session) was listed as a standing
+    constraint, with "Constraints:" left in front of another one."""
+    events = list(read(str(SAMPLES / "small-s1.canonical.jsonl")))
+    passed = next(
+        e.uuid
+        for e in events
+        if isinstance(e, Message) and e.role == "tool" and "\n2 passed in 0.57s" in e.text
+    )
+    failure = "`python -m pytest tests/test_cli_export_since_days.py -q` failed: TypeError"
+    constraints = [
+        "Keep the on-disk ledger format unchanged, existing ledgers must open without a migration.",
+        "Do not add new dependencies.",
+        "do not modify src/quillpad/legacy/importer.py at all, another team owns it and has a "
+        "refactor in flight.",
+        "Without the flag the output must stay exactly as it is today. "
+        "(re: `--since-days`, `quillpad export`)",
+    ]
+    plan = plan_compact(events, CompactOptions(force=True, format="task-state"))
+    summary = next(e for e in plan.events if isinstance(e, SummaryEvent))
+    assert passed not in summary.replaces  # the passing run is kept, not summarized
+    state = parse_task_state(summary.summary_text).task_state
+    assert state["blockers"] == []
+    fixed = [p for p in state["progress"] if failure in p]
+    assert len(fixed) == 1 and fixed[0].endswith("; resolved later")
+    assert state["user_constraints"] == constraints
+    plan = plan_compact(events, CompactOptions(force=True))
+    summary = next(e for e in plan.events if isinstance(e, SummaryEvent))
+    sections = parse_sections(summary.summary_text).sections
+    errors = [b for b in sections["Errors and Fixes"] if failure in b]
+    assert len(errors) == 1 and errors[0].endswith("; resolved later")
+    assert [p for p in sections["Primary Request"] if p.startswith("Constraint: ")] == [
+        "Constraint: " + c for c in constraints
+    ]
 
 
 def test_user_constraints_extracted():

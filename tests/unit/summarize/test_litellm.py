@@ -27,8 +27,8 @@ CONSTRAINTS = (
     "Do not add new dependencies.",
     "Heads-up: do not modify src/quillpad/legacy/importer.py at all, another team owns it and "
     "has a refactor in flight.",
-    "Next, add a `--since-days` option to `quillpad export` to only include records from the "
-    "last N days. Without the flag the output must stay exactly as it is today.",
+    "Without the flag the output must stay exactly as it is today. "
+    "(re: `--since-days`, `quillpad export`)",
 )
 
 VALID_SECTIONS = (
