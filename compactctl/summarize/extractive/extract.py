@@ -480,12 +480,10 @@ class Extractor:
             text = command_text(command)
             summary = f"{name} {backticked(text)}"
             record = self.facts.commands.setdefault(text, CommandEntry(text))
-            record.failed_before = record.failed_before or (
-                record.runs > 0 and record.outcome.startswith(("failed", "exit"))
-            )
+            record.failed_before = record.failed_before or (record.runs > 0 and record.failing)
             record.runs += 1
             record.outcome = self._outcome(result, result_text, failed, code, found)
-            record.failures += int(failed)
+            record.failures += int(record.failing)
             named = command_files(command)
             for path, action in named:
                 self._instructions_read(path, action, result_text, failed or result is None)

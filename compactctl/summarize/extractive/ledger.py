@@ -107,6 +107,20 @@ class CommandEntry:
         )
 
     @property
+    def failing(self) -> bool:
+        """Whether the last run's result says it failed: ``failed``, ``exit N``, or failed
+        tests in its counts (``1 failed``: a format without ``isError`` nor an exit code,
+        such as the OpenAI chat one, says so only there); an ``output shows ...`` is not a
+        verdict, and neither is no outcome.
+
+        >>> [CommandEntry("x", 1, o).failing for o in ("exit 2", "failed", "1 failed, 7 passed",
+        ...                                         "output shows KeyError: 'a'", "", "ok")]
+        [True, True, True, False, False, False]
+        """
+        outcome = self.outcome
+        return outcome.startswith(("failed", "exit ")) or bool(_FAILED_COUNTS_RE.search(outcome))
+
+    @property
     def steady(self) -> bool:
         """Passed (:attr:`passed`) and never seen failing: a compact ledger lists it by name
         alone (``also ran, never failed: ...``)."""

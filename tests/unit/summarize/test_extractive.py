@@ -436,6 +436,27 @@ def test_prior_pending_tasks_marked_done_are_dropped() -> None:
     assert merged["Primary Request"] == ["Ship the release.", "Latest request (T2): Go on."]
 
 
+def test_failed_tests_count_a_run_failed_without_an_error_flag() -> None:
+    """A format with no ``isError`` and no exit code (the OpenAI chat one) says a run failed
+    only in its counts: ``1 failed`` counts that run among the failed ones (the trial's
+    ``×3 — 53 passed`` said nothing of the run that had failed); an ``output shows`` line is
+    no verdict and counts as none."""
+    messages = [
+        _user("Run the tests until they pass, and check the log."),
+        *_call("bash", {"command": "pytest -q"}, "....\n4 passed in 0.1s\n", "c1"),
+        *_call("bash", {"command": "pytest -q"}, "F...\n1 failed, 3 passed in 0.1s\n", "c2"),
+        *_call("bash", {"command": "pytest -q"}, "....\n4 passed in 0.1s\n", "c3"),
+        *_call("bash", {"command": "grep ERROR app.log"}, "ERROR db: gone\n", "c4"),
+        *_call("bash", {"command": "grep ERROR app.log"}, "ERROR db: gone\n", "c5"),
+        _say("All green."),
+    ]
+    commands = [b for b in _sections_of(messages)["Problem Solving"] if b.startswith("ran ")]
+    assert commands == [
+        "ran `pytest -q` ×3 — 4 passed; 1 of 3 runs failed",
+        "ran `grep ERROR app.log` ×2 — output shows ERROR db: gone",
+    ]
+
+
 def test_a_command_outcome_says_only_what_its_result_does() -> None:
     """No exit code and no ``isError``: ``ok`` is not what the result says. A traceback or
     an ``error:`` line is the outcome; an output with neither has none; pytest's counts stay
