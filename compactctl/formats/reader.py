@@ -259,8 +259,10 @@ def _refuse_unread(path: str, fmt: str, events: list[Event], read: list[Event]) 
     if any(isinstance(e, (Message, SummaryEvent, CompactEvent)) for e in read):
         return
     scorer = SCORERS.get(fmt)
+    if scorer is None or any(scorer(e.data) in (STRONG, WEAK) for e in _records(events)):
+        return  # the first record it knows ends the search: no list of the file's records
     records = [e.data for e in _records(events)]
-    if scorer is None or not records or any(scorer(r) in (STRONG, WEAK) for r in records):
+    if not records:
         return
     found = examine(records)
     if found.name is not None:
